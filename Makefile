@@ -1,0 +1,57 @@
+# needleforge — two set-up commands: `make demo` and `make test`. Both create the venv.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+DEMO_DB := data/db/represent.duckdb
+
+export PATH := $(abspath $(VENV))/bin:$(PATH)
+export PREFECT_SERVER_ANALYTICS_ENABLED := false
+export DO_NOT_TRACK := 1
+export DVC_NO_ANALYTICS := 1
+export HF_HUB_OFFLINE := 1
+export PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS := 90
+
+.PHONY: demo test lint typecheck pytest venv clean-demo
+
+venv: $(STAMP)
+
+# torch first, pinned to the CPU wheel on local disk: a bare `torch` requirement would pull a
+# multi-GB CUDA build. Then the package; then make sure OpenCV ends up as the headless build
+# (scenedetect and rapidocr pull the GUI build, which needs libGL; both write cv2/).
+$(STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet torch==2.13.0
+	$(PY) -m pip install --quiet -e '.[dev]'
+	$(PY) -m pip uninstall --quiet -y opencv-python || true
+	$(PY) -m pip install --quiet --force-reinstall --no-deps \
+		"opencv-python-headless==$$($(PY) -c 'import importlib.metadata as m; print(m.version("opencv-python-headless"))')"
+	$(PY) -c "import cv2, torch; print('cv2', cv2.__version__, '| torch', torch.__version__)"
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/dvc repro
+	$(BIN)/needleforge status --db $(DEMO_DB)
+	@echo
+	@echo "demo outputs:"
+	@echo "  sample corpus   data/studio/ (manifest.yaml, ground_truth.json, clips/, programs/)"
+	@echo "  DuckDB store    $(DEMO_DB)  (needleforge status --db $(DEMO_DB))"
+	@echo "  stage snapshots data/db/<stage>.duckdb; media store data/media/ (by sha256)"
+
+lint: $(STAMP)
+	$(BIN)/ruff check src tests flows benchmarks
+
+typecheck: $(STAMP)
+	$(BIN)/mypy
+
+# pytest exits 5 when it collects no test: a broken test tree, never a pass.
+pytest: $(STAMP)
+	$(PY) -m pytest; rc=$$?; \
+	if [ $$rc -eq 5 ]; then echo "pytest collected no tests" >&2; exit 1; fi; exit $$rc
+
+test: lint typecheck pytest
+
+clean-demo:
+	rm -rf data dvc.lock

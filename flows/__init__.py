@@ -1,0 +1,1 @@
+"""Prefect entry points: each wires src functions as tasks and nothing else."""

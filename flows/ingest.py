@@ -1,0 +1,65 @@
+"""Prefect flow: authorized ingest of one manifest.
+
+Planning (parse + authorize) runs once; each authorized row is probed, hashed and stored as
+its own task, so a failing disk read retries alone; the flow process alone writes DuckDB.
+Run: ``python flows/ingest.py MANIFEST --db data/needleforge.duckdb``.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from prefect import flow, task
+
+from needleforge.config import load_params
+from needleforge.ingest import Accepted, RowJob, finish_ingest, plan_ingest, process_row
+from needleforge.ingest.files import LinkMode
+from needleforge.records import IngestRejection
+from needleforge.store import Store
+
+
+@task(name="probe-hash-store", retries=2, retry_delay_seconds=1)
+def process_row_task(
+    job: RowJob, media_dir: Path, link_mode: LinkMode
+) -> Accepted | IngestRejection:
+    return process_row(job, media_dir=media_dir, link_mode=link_mode)
+
+
+@flow(name="ingest", log_prints=True)
+def ingest_flow(
+    manifest: Path, db: Path, media_dir: Path | None = None, params_path: Path | None = None
+) -> dict[str, int]:
+    """Ingest ``manifest`` into ``db``; returns counts of accepted, refused and new rows."""
+    params = load_params(params_path).ingest
+    media = media_dir if media_dir is not None else db.parent / "media"
+    planned = plan_ingest(manifest, params=params)
+    futures = [
+        process_row_task.submit(item, media, params.link_mode) if isinstance(item, RowJob)
+        else item
+        for item in planned
+    ]
+    outcome = finish_ingest(
+        f if isinstance(f, IngestRejection) else f.result() for f in futures
+    )
+    with Store(db) as store:
+        new_videos, new_refusals = store.record_ingest(outcome.videos, outcome.rejections)
+    for refusal in outcome.rejections:
+        print(f"refused {refusal.reason}: {refusal.detail}")
+    print(f"ingested {len(outcome.videos)} video(s), {new_videos} new")
+    return {"videos": len(outcome.videos), "rejections": len(outcome.rejections),
+            "new_videos": new_videos, "new_rejections": new_refusals}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("manifest", type=Path)
+    parser.add_argument("--db", type=Path, default=Path("data/needleforge.duckdb"))
+    parser.add_argument("--media-dir", type=Path, default=None)
+    parser.add_argument("--params", type=Path, default=None)
+    args = parser.parse_args()
+    ingest_flow(args.manifest, args.db, args.media_dir, args.params)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,114 @@
+"""Backend protocols: one family per model role, one required method each.
+
+Stages depend on these protocols, never on a concrete model, so that params.yaml can swap the
+embedded CPU models for heavier ones without touching stage code. Every backend also exposes
+``name`` and ``version`` so each row a stage writes can record which model made it.
+
+Images are ``uint8`` arrays of shape ``(H, W, 3)`` in **RGB** order (what PyAV and Pillow give);
+backends that need BGR (OpenCV, RapidOCR) convert internally.
+
+Backend objects hold model runtimes with per-call state (a TFLite interpreter, a ``cv2.dnn``
+net) and are not thread-safe: build one per worker thread or process, not one per frame.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Protocol, TypeAlias, runtime_checkable
+
+import numpy as np
+import numpy.typing as npt
+
+from needleforge.errors import BackendError
+from needleforge.records import Detection, TagScore
+
+#: An RGB frame: ``uint8`` array of shape ``(height, width, 3)``.
+RGBImage: TypeAlias = npt.NDArray[np.uint8]
+
+
+@runtime_checkable
+class Tagger(Protocol):
+    """Gives an image a ranked list of tags (scene or object words) with confidences."""
+
+    @property
+    def name(self) -> str:
+        """Stable model name recorded with every tag (e.g. ``embedded-efficientnet-lite3``)."""
+        ...
+
+    @property
+    def version(self) -> str:
+        """Package version plus a model-file hash prefix, so results are traceable."""
+        ...
+
+    def tag(self, image: RGBImage) -> list[TagScore]:
+        """Tags for ``image``, best first; an empty list when nothing is confident enough."""
+        ...
+
+
+@runtime_checkable
+class Detector(Protocol):
+    """Finds labelled boxes on one keyframe."""
+
+    @property
+    def name(self) -> str:
+        """Stable model name recorded with every detection."""
+        ...
+
+    @property
+    def version(self) -> str:
+        """Package version plus a model-file hash prefix."""
+        ...
+
+    def detect(self, image: RGBImage, *, t_s: float) -> list[Detection]:
+        """Detections on the keyframe at ``t_s`` seconds, best first."""
+        ...
+
+
+@runtime_checkable
+class TextReader(Protocol):
+    """Reads the text visible in an image (OCR), e.g. burnt-in captions or signs."""
+
+    @property
+    def name(self) -> str:
+        """Stable model name recorded with every text line."""
+        ...
+
+    @property
+    def version(self) -> str:
+        """Package version plus a model-file hash prefix."""
+        ...
+
+    def read(self, image: RGBImage) -> list[str]:
+        """Text lines in reading order (top to bottom, then left to right)."""
+        ...
+
+
+def ensure_rgb(image: object) -> RGBImage:
+    """Check that ``image`` is a non-empty ``uint8`` HxWx3 array and return it C-contiguous.
+
+    Backends call this first so a wrong frame (grey, RGBA, float) fails with a message naming
+    its shape and dtype instead of a cryptic error deep inside a model runtime.
+
+    Raises:
+        BackendError: when ``image`` is not a usable RGB frame.
+    """
+    if not isinstance(image, np.ndarray):
+        raise BackendError(f"image must be a numpy array, got {type(image).__name__}")
+    if image.ndim != 3 or image.shape[2] != 3 or image.shape[0] == 0 or image.shape[1] == 0:
+        raise BackendError(f"image shape = {image.shape} must be (height, width, 3) RGB")
+    if image.dtype != np.uint8:
+        raise BackendError(f"image dtype = {image.dtype} must be uint8")
+    return np.ascontiguousarray(image)
+
+
+def tags_from_detections(detections: Iterable[Detection]) -> list[TagScore]:
+    """Detector labels as tags (best score per label), best first.
+
+    The embedded tagger's coarse tags use the detector's COCO names, so a scene's tags can be
+    the union of ``tagger.tag(frame)`` and ``tags_from_detections(detector.detect(frame))``.
+    """
+    best: dict[str, float] = {}
+    for det in detections:
+        best[det.label] = max(best.get(det.label, 0.0), det.score)
+    ranked = sorted(best.items(), key=lambda item: (-item[1], item[0]))
+    return [TagScore(tag=label, score=score) for label, score in ranked]

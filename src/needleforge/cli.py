@@ -1,0 +1,227 @@
+"""The ``needleforge`` command line: one thin command per pipeline stage.
+
+Each command parses its arguments, loads ``params.yaml``, calls the stage function the Prefect
+flow and the DVC stage also call, writes the store (the CLI process is the single writer), and
+prints a short report. Errors a user can cause exit with status 2 and one clear message.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, Literal, ParamSpec, TypeVar
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from needleforge import __version__
+from needleforge.config import Params, load_params
+from needleforge.errors import NeedleforgeError
+from needleforge.records import IngestRejection
+
+app = typer.Typer(
+    name="needleforge",
+    help="Build needle benchmarks for video-language models from authorized videos.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+console = Console()
+err_console = Console(stderr=True)
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+DEFAULT_DB = Path("data/needleforge.duckdb")
+ParamsOption = Annotated[
+    Path | None,
+    typer.Option("--params", help="params.yaml to read (defaults when omitted).",
+                 dir_okay=False),
+]
+DbOption = Annotated[Path, typer.Option("--db", help="DuckDB store.", dir_okay=False)]
+
+
+def _user_errors(func: Callable[P, R]) -> Callable[P, R]:
+    """Turn project errors into one red line and exit status 2 (no traceback)."""
+
+    @functools.wraps(func)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return func(*args, **kwargs)
+        except NeedleforgeError as err:
+            err_console.print(f"[bold red]error:[/] {err}", highlight=False, soft_wrap=True)
+            raise typer.Exit(code=2) from None
+
+    return wrapper
+
+
+def _params(path: Path | None) -> Params:
+    if path is None and Path("params.yaml").is_file():
+        path = Path("params.yaml")
+    return load_params(path)
+
+
+@app.command()
+def version() -> None:
+    """Print the needleforge version."""
+    console.print(f"needleforge {__version__}")
+
+
+@app.command()
+@_user_errors
+def studio(
+    out: Annotated[Path, typer.Option("--out", help="Folder for the sample corpus.",
+                                      file_okay=False)],
+    params_path: ParamsOption = None,
+) -> None:
+    """Build the embedded sample corpus (real package clips + synthetic programs)."""
+    from needleforge.studio import build_studio
+
+    params = _params(params_path)
+    with console.status("rendering the sample corpus…"):
+        report = build_studio(params.studio, out)
+    console.print(
+        f"sample corpus in {report.out_dir}: {len(report.clip_paths)} real clip(s), "
+        f"{len(report.video_paths)} synthetic video(s) ({report.n_scenes} scenes, "
+        f"{report.n_objects} objects), {report.total_s:.0f} s in all; manifest "
+        f"{report.manifest_path} ({len(report.refused)} row(s) refused by design)"
+    )
+
+
+@app.command()
+@_user_errors
+def ingest(
+    manifest: Annotated[Path, typer.Argument(help="Manifest (.yaml/.yml/.csv).", dir_okay=False)],
+    db: DbOption = DEFAULT_DB,
+    media_dir: Annotated[
+        Path | None,
+        typer.Option("--media-dir", help="Content-addressed media store "
+                     "(default: 'media' beside the DB).", file_okay=False),
+    ] = None,
+    params_path: ParamsOption = None,
+) -> None:
+    """Ingest the authorized sources of MANIFEST; refuse and report the others."""
+    from needleforge.ingest import ingest as run_ingest
+    from needleforge.store import Store
+
+    params = _params(params_path)
+    media = media_dir if media_dir is not None else db.parent / "media"
+    with console.status(f"probing and hashing the sources of {manifest}…"):
+        result = run_ingest(manifest, media_dir=media, params=params.ingest)
+    with Store(db) as store:
+        new_videos, new_refusals = store.record_ingest(result.videos, result.rejections)
+        totals = store.counts()
+    console.print(
+        f"ingested {len(result.videos)} video(s) ({new_videos} new), refused "
+        f"{len(result.rejections)} row(s) ({new_refusals} new); store {db} now holds "
+        f"{totals['videos']} video(s)"
+    )
+    if result.rejections:
+        console.print(_rejection_table(result.rejections))
+
+
+def _rejection_table(rejections: tuple[IngestRejection, ...] | list[IngestRejection]) -> Table:
+    table = Table(title="refused rows", title_justify="left")
+    table.add_column("row", justify="right")
+    table.add_column("reason")
+    table.add_column("detail", overflow="fold")
+    for r in rejections:
+        table.add_row(str(r.row), r.reason, r.detail)
+    return table
+
+
+Step = Literal["scenes", "objects", "all"]
+
+
+def _represent(db: Path, params_path: Path | None, step: Step) -> None:
+    from rich.progress import Progress
+
+    from needleforge.backends import default_registry
+    from needleforge.represent import (
+        RepresentFailure,
+        config_hash,
+        load_models,
+        plan_represent,
+        run_job,
+    )
+    from needleforge.store import Store
+
+    params = _params(params_path)
+    models = None if step == "scenes" else load_models(params.objects,
+                                                       registry=default_registry())
+    wanted = config_hash(params.scenes, params.objects if models else None, models)
+    failures: list[RepresentFailure] = []
+    with Store(db) as store:
+        videos = store.videos()
+        stored_scenes = {v.video_id: tuple(store.scenes(v.video_id)) for v in videos}
+        jobs = plan_represent(videos, step=step, wanted_hash=wanted,
+                              stored_hashes=store.representation_hashes(),
+                              stored_scenes=stored_scenes)
+        with Progress(console=console, transient=True) as progress:
+            bar = progress.add_task(f"{step}: representing videos", total=len(jobs))
+            for job in jobs:
+                result = run_job(job, scene_params=params.scenes, object_params=params.objects,
+                                 models=models)
+                if isinstance(result, RepresentFailure):
+                    failures.append(result)
+                else:
+                    store.record_representation(result)
+                progress.advance(bar)
+        counts = store.counts()
+    console.print(
+        f"{step}: {len(jobs) - len(failures)} video(s) represented, "
+        f"{len(videos) - len(jobs)} already current, {len(failures)} failed; store holds "
+        f"{counts['scenes']} scenes, {counts['scene_tags']} tags, {counts['objects']} objects"
+    )
+    for failure in failures:
+        err_console.print(f"[bold red]failed:[/] {failure.video_id}: {failure.error}",
+                          highlight=False, soft_wrap=True)
+    if failures:
+        raise typer.Exit(code=1)
+
+
+@app.command()
+@_user_errors
+def scenes(db: DbOption = DEFAULT_DB, params_path: ParamsOption = None) -> None:
+    """Cut every ingested video into scenes (PySceneDetect) with their subtitle text."""
+    _represent(db, params_path, "scenes")
+
+
+@app.command()
+@_user_errors
+def objects(db: DbOption = DEFAULT_DB, params_path: ParamsOption = None) -> None:
+    """Tag, detect and track objects in the stored scenes (detecting scenes where missing)."""
+    _represent(db, params_path, "objects")
+
+
+@app.command()
+@_user_errors
+def represent(db: DbOption = DEFAULT_DB, params_path: ParamsOption = None) -> None:
+    """Scenes, tags, objects and referring expressions for every ingested video."""
+    _represent(db, params_path, "all")
+
+
+@app.command()
+@_user_errors
+def status(db: DbOption = DEFAULT_DB) -> None:
+    """Show what the store holds: row counts per table and the refused rows."""
+    from needleforge.store import Store
+
+    with Store(db, read_only=True) as store:
+        counts = store.counts()
+        rejections = store.rejections()
+        version_ = store.schema_version
+    table = Table(title=f"{db} (schema v{version_})", title_justify="left")
+    table.add_column("table")
+    table.add_column("rows", justify="right")
+    for name, n in counts.items():
+        table.add_row(name, str(n))
+    console.print(table)
+    if rejections:
+        console.print(_rejection_table(rejections))
+
+
+if __name__ == "__main__":  # pragma: no cover
+    app()

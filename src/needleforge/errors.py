@@ -1,0 +1,48 @@
+"""Project exceptions.
+
+Every failure a user can cause raises a subclass of :class:`NeedleforgeError` whose message
+names the offending input (file, row, field) and what is wrong with it. The CLI prints the
+message and exits with status 2; library code never calls ``sys.exit``.
+"""
+
+from __future__ import annotations
+
+
+class NeedleforgeError(Exception):
+    """Base class of every error needleforge raises on purpose."""
+
+
+class ConfigError(NeedleforgeError):
+    """A params file or config section is missing, malformed or has unknown keys."""
+
+
+class ManifestError(NeedleforgeError):
+    """A manifest as a whole cannot be read (encoding, syntax, top-level shape)."""
+
+
+class MediaError(NeedleforgeError):
+    """A media file cannot be probed, decoded or rendered, or ffmpeg is missing."""
+
+
+class ProbeError(MediaError):
+    """A file could not be probed; ``kind`` says why in one machine-readable word."""
+
+    def __init__(self, message: str, *, kind: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+
+
+class SubtitleError(NeedleforgeError):
+    """A subtitle sidecar (SRT/WebVTT) is malformed; the message names the file and line."""
+
+
+class StoreError(NeedleforgeError):
+    """The DuckDB store is unusable (newer schema, corrupt file, failed write)."""
+
+
+class StudioError(NeedleforgeError):
+    """The sample corpus cannot be built (a package asset is missing, bad parameters)."""
+
+
+class BackendError(NeedleforgeError):
+    """A model backend is unknown, misconfigured, missing its files or got an unusable input."""

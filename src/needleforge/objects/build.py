@@ -1,0 +1,120 @@
+"""Compose tracking, attributes and referring expressions into a scene's object records.
+
+Pure functions: keyframe images and detections in, records out. Running the detector and
+tagger, and writing DuckDB, belong to the caller (the ``objects`` flow / CLI command).
+"""
+
+from __future__ import annotations
+
+import bisect
+import dataclasses
+import itertools
+from collections.abc import Sequence
+
+import numpy as np
+import numpy.typing as npt
+
+from needleforge.config import ObjectParams
+from needleforge.objects.attributes import dominant_colour, position_name, size_ranks
+from needleforge.objects.expressions import referring_expressions
+from needleforge.objects.tracker import TIME_EPS, track_objects
+from needleforge.records import Detection, ObjectAttributes, ObjectTrack, TagScore, object_id_for
+
+
+def _keyframe_times(
+    keyframes: Sequence[tuple[float, npt.NDArray[np.uint8]]], *, scene_id: str
+) -> list[float]:
+    """The keyframe times; ``ValueError`` unless they strictly increase (bisect needs it)."""
+    times = [t for t, _ in keyframes]
+    for prev, t_s in itertools.pairwise(times):
+        if t_s <= prev:
+            raise ValueError(f"scene {scene_id}: keyframe times must increase; "
+                             f"t_s = {t_s!r} follows {prev!r}")
+    return times
+
+
+def _image_at(
+    keyframes: Sequence[tuple[float, npt.NDArray[np.uint8]]], times: Sequence[float],
+    t_s: float, *, scene_id: str,
+) -> npt.NDArray[np.uint8]:
+    """The keyframe image taken at ``t_s`` (within ``TIME_EPS``); ``ValueError`` when none."""
+    k = bisect.bisect_left(times, t_s - TIME_EPS)
+    if k < len(times) and abs(times[k] - t_s) <= TIME_EPS:
+        return keyframes[k][1]
+    raise ValueError(f"scene {scene_id}: no keyframe image at t_s = {t_s!r} "
+                     f"(keyframes at {list(times)})")
+
+
+def build_objects(
+    keyframes: Sequence[tuple[float, npt.NDArray[np.uint8]]],
+    detections_by_time: Sequence[tuple[float, Sequence[Detection]]],
+    *,
+    scene_id: str,
+    scene_start_s: float,
+    scene_end_s: float,
+    params: ObjectParams,
+    backend: str,
+    model_version: str,
+) -> list[ObjectTrack]:
+    """The object records of one scene, indexed in track order (start time, label, place).
+
+    ``keyframes`` are ``(t_s, RGB image)`` pairs sorted by time and ``detections_by_time``
+    lists every keyframe with its detections (see
+    :func:`~needleforge.objects.tracker.track_objects`). Each track's colour comes from the
+    keyframe image of its median hit (the middle one, the earlier of two) and its position
+    from that box; sizes are ranked across the scene and referring expressions are unique
+    within it. ``backend``/``model_version`` name the detector that produced the boxes.
+
+    Raises ``ValueError`` when ``backend`` or ``model_version`` is empty, keyframe times do
+    not increase, an image is missing for a tracked keyframe, or for the reasons
+    ``track_objects`` and ``dominant_colour`` give.
+    """
+    if not backend.strip() or not model_version.strip():
+        raise ValueError(f"backend = {backend!r} and model_version = {model_version!r} "
+                         "must both be non-empty")
+    times = _keyframe_times(keyframes, scene_id=scene_id)
+    raw = track_objects(detections_by_time, scene_id=scene_id, scene_start_s=scene_start_s,
+                        scene_end_s=scene_end_s, params=params)
+    tracks: list[ObjectTrack] = []
+    for index, (track, rank) in enumerate(zip(raw, size_ranks(raw), strict=True)):
+        median = track.boxes[(len(track.boxes) - 1) // 2]
+        image = _image_at(keyframes, times, median.t_s, scene_id=scene_id)
+        attributes = ObjectAttributes(colour=dominant_colour(image, median.box),
+                                      position=position_name(median.box), size_rank=rank)
+        tracks.append(ObjectTrack(
+            object_id=object_id_for(scene_id, index), scene_id=scene_id, index=index,
+            tag=track.label, start_s=track.start_s, end_s=track.end_s,
+            visible_s=track.visible_s, mean_area_frac=track.mean_area_frac,
+            mean_score=track.mean_score, boxes=track.boxes, attributes=attributes,
+            referring_expression="", backend=backend, model_version=model_version,
+        ))
+    phrases = referring_expressions(tracks)
+    return [dataclasses.replace(t, referring_expression=p)
+            for t, p in zip(tracks, phrases, strict=True)]
+
+
+def scene_tags(
+    tags_per_keyframe: Sequence[Sequence[TagScore]],
+    detections_by_time: Sequence[tuple[float, Sequence[Detection]]],
+    *,
+    min_score: float,
+) -> list[TagScore]:
+    """The scene's tags: classifier tags and detector labels, each at its best score.
+
+    Tags are merged by their lower-cased text with whitespace collapsed (the tagger's
+    "Dog" and the detector's "dog" are one tag); each keeps the maximum score seen on any
+    keyframe from either source. Tags whose best score is below ``min_score`` are dropped.
+    Sorted by score descending, then tag, so the result is deterministic.
+
+    Raises ``ValueError`` when ``min_score`` is not in [0, 1].
+    """
+    if not 0.0 <= min_score <= 1.0:
+        raise ValueError(f"min_score = {min_score!r} must be in [0, 1]")
+    best: dict[str, float] = {}
+    scored = [(t.tag, t.score) for tags in tags_per_keyframe for t in tags]
+    scored += [(d.label, d.score) for _, detections in detections_by_time for d in detections]
+    for tag, score in scored:
+        key = " ".join(tag.split()).lower()
+        best[key] = max(score, best.get(key, 0.0))
+    kept = [TagScore(tag=tag, score=score) for tag, score in best.items() if score >= min_score]
+    return sorted(kept, key=lambda t: (-t.score, t.tag))

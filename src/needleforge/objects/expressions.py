@@ -1,0 +1,201 @@
+"""Referring expressions: the shortest noun phrase that picks one object out of its scene.
+
+For each track the phrase is built from its label plus the fewest attributes that no other
+track of the **same label** in the scene shares, trying attribute sets by size and, within a
+size, in the priority colour > position > size::
+
+    (none)  "the cat"                 the only cat of the scene
+    colour  "the white cat"
+    position "the cat on the left"
+    size    "the larger cat"
+    colour+position "the white cat on the left", then colour+size, position+size, all three:
+            "the larger white cat on the left"
+
+Size words are relative to the tracks the other chosen attributes leave (the white cats on
+the left): "larger"/"smaller" between two, "largest"/"smallest"/"second-largest"… among
+more, from :attr:`ObjectAttributes.size_rank` (tracks sharing a rank cannot be told apart by
+size). An attribute that is empty (``""``) is never used.
+
+When no attribute set singles a track out, it is named by order of appearance (start time,
+then input order) among the same-label tracks of its colour and position:
+"the first of the two white cats on the left".
+
+**Uniqueness.** Within a scene, the phrases are pairwise different. By construction, two
+equal phrases would need the same label, the same attribute set with the same values and
+the same relative size or ordinal, which the selection rules exclude. The one way around
+that argument is a label that itself contains attribute words (a "white cat" beside a white
+"cat"); such collisions are detected and each colliding phrase gets a suffix naming the
+object's place in the input ("the white cat (object 3)").
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections import Counter
+from collections.abc import Sequence
+from typing import Literal, Protocol
+
+from needleforge.records import ObjectAttributes
+
+Attribute = Literal["colour", "position", "size"]
+
+#: Attribute sets in the order they are tried: fewest first, then colour > position > size.
+_ATTRIBUTES: tuple[Attribute, ...] = ("colour", "position", "size")
+ATTRIBUTE_SETS: tuple[tuple[Attribute, ...], ...] = tuple(
+    combo for n in range(4) for combo in itertools.combinations(_ATTRIBUTES, n)
+)
+
+_NUMBERS = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine",
+            "ten", "eleven", "twelve")
+_ORDINALS = ("zeroth", "first", "second", "third", "fourth", "fifth", "sixth", "seventh",
+             "eighth", "ninth", "tenth", "eleventh", "twelfth")
+_IRREGULAR_PLURALS = {
+    "person": "people", "man": "men", "woman": "women", "child": "children", "mouse": "mice",
+    "goose": "geese", "foot": "feet", "tooth": "teeth", "knife": "knives", "leaf": "leaves",
+    "shelf": "shelves", "wolf": "wolves", "sheep": "sheep", "deer": "deer", "fish": "fish",
+    "skis": "skis", "scissors": "scissors", "broccoli": "broccoli", "glasses": "glasses",
+}
+
+
+class Referent(Protocol):
+    """What a referring expression needs to know about a track (``ObjectTrack`` has it)."""
+
+    @property
+    def tag(self) -> str: ...
+
+    @property
+    def attributes(self) -> ObjectAttributes: ...
+
+    @property
+    def start_s(self) -> float: ...
+
+
+def clean_label(label: str) -> str:
+    """The label with runs of whitespace collapsed (``"cell  phone "`` → ``"cell phone"``)."""
+    return " ".join(label.split())
+
+
+def plural(label: str) -> str:
+    """English plural of a (possibly multi-word) label; only the last word changes."""
+    words = clean_label(label).split(" ")
+    last = words[-1]
+    lower = last.lower()
+    if lower in _IRREGULAR_PLURALS:
+        last = _IRREGULAR_PLURALS[lower]
+    elif lower.endswith(("s", "x", "z", "ch", "sh")):
+        last += "es"
+    elif len(lower) > 1 and lower.endswith("y") and lower[-2] not in "aeiou":
+        last = last[:-1] + "ies"
+    else:
+        last += "s"
+    return " ".join([*words[:-1], last])
+
+
+def number_word(n: int) -> str:
+    """``2`` → ``"two"`` up to twelve, digits beyond."""
+    return _NUMBERS[n] if 0 <= n < len(_NUMBERS) else str(n)
+
+
+def ordinal_word(n: int) -> str:
+    """``1`` → ``"first"`` up to twelfth, then ``"13th"``, ``"21st"``…"""
+    if 0 <= n < len(_ORDINALS):
+        return _ORDINALS[n]
+    suffix = "th" if 11 <= n % 100 <= 13 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suffix}"
+
+
+def position_phrase(position: str) -> str:
+    """``"left"`` → ``"on the left"``, ``"centre"`` → ``"in the centre"``, else ``"at the …"``."""
+    if not position:
+        return ""
+    if position in ("left", "right"):
+        return f"on the {position}"
+    if position == "centre":
+        return "in the centre"
+    return f"at the {position}"
+
+
+def _value(track: Referent, attribute: Attribute) -> str | int:
+    attrs = track.attributes
+    if attribute == "colour":
+        return attrs.colour.strip()
+    if attribute == "position":
+        return attrs.position.strip()
+    return attrs.size_rank
+
+
+def _size_word(rank: int, others: Sequence[int]) -> str | None:
+    """How ``rank`` compares with ``others`` (the rest of the group); None when tied."""
+    if rank in others:
+        return None
+    larger = sum(1 for r in others if r < rank)
+    if not others:
+        return None
+    if len(others) == 1:
+        return "larger" if larger == 0 else "smaller"
+    if larger == 0:
+        return "largest"
+    if larger == len(others):
+        return "smallest"
+    return f"{ordinal_word(larger + 1)}-largest"
+
+
+def _phrase(*, label: str, colour: str, position: str, size: str = "") -> str:
+    words = ["the", size, colour, label, position_phrase(position)]
+    return " ".join(w for w in words if w)
+
+
+def _attribute_phrase(i: int, same: Sequence[int], tracks: Sequence[Referent]) -> str | None:
+    """The phrase for the first attribute set that singles track ``i`` out, if any."""
+    me = tracks[i]
+    for attribute_set in ATTRIBUTE_SETS:
+        if any(_value(me, a) == "" for a in attribute_set):
+            continue
+        fixed = [a for a in attribute_set if a != "size"]
+        group = [j for j in same if all(_value(tracks[j], a) == _value(me, a) for a in fixed)]
+        size = ""
+        if "size" in attribute_set:
+            others = [tracks[j].attributes.size_rank for j in group if j != i]
+            size = _size_word(me.attributes.size_rank, others) or ""
+            if not size:
+                continue
+        elif len(group) > 1:
+            continue
+        return _phrase(label=clean_label(me.tag),
+                       colour=str(_value(me, "colour")) if "colour" in fixed else "",
+                       position=str(_value(me, "position")) if "position" in fixed else "",
+                       size=size)
+    return None
+
+
+def _ordinal_phrase(i: int, same: Sequence[int], tracks: Sequence[Referent]) -> str:
+    """"the second of the three white cats on the left": order of appearance in the group."""
+    me = tracks[i]
+    group = [j for j in same
+             if all(_value(tracks[j], a) == _value(me, a) for a in ("colour", "position"))]
+    group.sort(key=lambda j: (tracks[j].start_s, j))
+    head = f"the {ordinal_word(group.index(i) + 1)} of the {number_word(len(group))}"
+    return " ".join(w for w in (head, str(_value(me, "colour")), plural(me.tag),
+                                position_phrase(str(_value(me, "position")))) if w)
+
+
+def referring_expressions(tracks: Sequence[Referent]) -> list[str]:
+    """One phrase per track of **one scene**, aligned with ``tracks``, pairwise different.
+
+    See the module docstring for the selection rules and the uniqueness guarantee. Labels
+    are compared after collapsing whitespace and ignoring case. Raises ``ValueError`` when a
+    track's tag is empty.
+    """
+    for index, track in enumerate(tracks):
+        if not clean_label(track.tag):
+            raise ValueError(f"track {index}: tag = {track.tag!r} must not be empty")
+    by_label: dict[str, list[int]] = {}
+    for index, track in enumerate(tracks):
+        by_label.setdefault(clean_label(track.tag).lower(), []).append(index)
+    phrases = []
+    for index, track in enumerate(tracks):
+        same = by_label[clean_label(track.tag).lower()]
+        phrase = _attribute_phrase(index, same, tracks)
+        phrases.append(phrase if phrase is not None else _ordinal_phrase(index, same, tracks))
+    counts = Counter(phrases)
+    return [f"{p} (object {i + 1})" if counts[p] > 1 else p for i, p in enumerate(phrases)]

@@ -1,0 +1,257 @@
+"""The represent stage: one video in, its scene and object tables out (NeMo Sec. 3.2.1).
+
+For each video: PySceneDetect cuts it into scenes that tile it, the subtitle sidecar is
+attached to the scenes it overlaps, keyframes are sampled in one sequential decode, and every
+keyframe goes through the tagger and detector; per scene the detections become tracked
+objects with attributes and referring expressions. The result is one
+:class:`~needleforge.records.Representation`, which the caller stores as a unit.
+
+Memory stays flat in the video's length: keyframes are held one scene at a time.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from collections.abc import Iterable, Iterator, Sequence
+from pathlib import Path
+from typing import Literal
+
+import numpy as np
+import numpy.typing as npt
+
+from needleforge.backends import Detector, Registry, Tagger, TextReader
+from needleforge.config import ObjectParams, SceneParams
+from needleforge.errors import NeedleforgeError
+from needleforge.objects import build_objects, scene_tags
+from needleforge.records import (
+    Detection,
+    ObjectTrack,
+    Representation,
+    Scene,
+    SceneTag,
+    TagScore,
+    Video,
+)
+from needleforge.scenes import attach_subtitles, detect_scenes, read_subtitles, sample_keyframes
+from needleforge.scenes.keyframes import Keyframe
+
+Image = npt.NDArray[np.uint8]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Models:
+    """The model backends one worker uses (backends are not thread-safe: one set per worker)."""
+
+    detector: Detector
+    tagger: Tagger
+    text_reader: TextReader | None = None
+
+    def fingerprint(self) -> list[str]:
+        out = [f"{self.detector.name}@{self.detector.version}",
+               f"{self.tagger.name}@{self.tagger.version}"]
+        if self.text_reader is not None:
+            out.append(f"{self.text_reader.name}@{self.text_reader.version}")
+        return out
+
+
+def load_models(params: ObjectParams, *, registry: Registry) -> Models:
+    """Create the detector, tagger (and OCR reader when ``params.ocr``) named in params.
+
+    Raises :class:`~needleforge.errors.BackendError` listing the known names for an unknown
+    one, or naming the missing model file.
+    """
+    detector = registry.create("detector", params.detector,
+                               score_threshold=params.min_detection_score)
+    tagger = registry.create("tagger", params.tagger)
+    reader = registry.create("text_reader", "embedded") if params.ocr else None
+    return Models(detector=detector, tagger=tagger, text_reader=reader)
+
+
+def _digest(payload: object) -> str:
+    return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:12]
+
+
+def config_hash(
+    scene_params: SceneParams, object_params: ObjectParams | None, models: Models | None
+) -> str:
+    """Fingerprint of what shapes a representation: ``<scenes part>-<objects part>``.
+
+    The objects part is ``none`` for a scenes-only run, so a later objects run can tell the
+    stored scenes are still current.
+    """
+    scenes_part = _digest(scene_params.model_dump(mode="json"))
+    if object_params is None or models is None:
+        return f"{scenes_part}-none"
+    objects_part = _digest({"objects": object_params.model_dump(mode="json"),
+                            "models": models.fingerprint()})
+    return f"{scenes_part}-{objects_part}"
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class RepresentFailure:
+    """A video the stage could not represent, and why (its stored rows stay as they were)."""
+
+    video_id: str
+    error: str
+
+
+def represent_video(
+    video: Video,
+    *,
+    scene_params: SceneParams,
+    object_params: ObjectParams | None = None,
+    models: Models | None = None,
+    scenes: Sequence[Scene] | None = None,
+) -> Representation:
+    """Scenes, tags and objects of one ingested video.
+
+    Without ``models`` only scenes are made (the ``scenes`` step). With ``scenes`` given (the
+    ``objects`` step, from stored scenes) shot detection is skipped. A decode that fails
+    partway keeps the scenes (and their objects) up to the failure, with ``decode_error`` set.
+    Raises :class:`~needleforge.errors.MediaError` when the file cannot be opened at all and
+    :class:`~needleforge.errors.SubtitleError` (naming the line) for a malformed sidecar.
+    """
+    path = Path(video.stored_path)
+    errors: list[str] = []
+    detector_name = "stored scenes"
+    if scenes is None:
+        detection = detect_scenes(path, video_id=video.video_id, params=scene_params,
+                                  duration_s=video.media.duration_s)
+        scenes = list(detection.scenes)
+        detector_name = detection.detector
+        errors += [detection.decode_error] if detection.decode_error else []
+        if video.subtitle_path:
+            scenes = attach_subtitles(scenes, read_subtitles(Path(video.subtitle_path)))
+    tags: list[SceneTag] = []
+    objects: list[ObjectTrack] = []
+    if models is not None and object_params is not None and scenes:
+        tags, objects, error = _represent_objects(path, scenes, scene_params=scene_params,
+                                                  object_params=object_params, models=models)
+        errors += [error] if error else []
+    return Representation(
+        video_id=video.video_id, scenes=tuple(scenes), tags=tuple(tags), objects=tuple(objects),
+        scene_detector=detector_name,
+        config_hash=config_hash(scene_params, object_params, models),
+        decode_error="; ".join(errors) if errors else None,
+    )
+
+
+def _represent_objects(
+    path: Path, scenes: Sequence[Scene], *, scene_params: SceneParams,
+    object_params: ObjectParams, models: Models,
+) -> tuple[list[SceneTag], list[ObjectTrack], str | None]:
+    tags: list[SceneTag] = []
+    objects: list[ObjectTrack] = []
+    sampler = sample_keyframes(
+        path, scenes, fps=scene_params.keyframe_fps,
+        max_per_scene=scene_params.keyframe_max_per_scene,
+        offset_s=scene_params.keyframe_offset_s, max_side_px=scene_params.keyframe_max_side_px,
+    )
+    bounds = {s.scene_id: (s.start_s, s.end_s) for s in scenes}
+    try:
+        for scene_id, frames in _by_scene(sampler):
+            start_s, end_s = bounds[scene_id]
+            scene_tags_, scene_objects = _represent_scene(
+                scene_id, frames, start_s=start_s, end_s=end_s, params=object_params,
+                models=models,
+            )
+            tags += scene_tags_
+            objects += scene_objects
+    finally:
+        sampler.close()
+    return tags, objects, sampler.decode_error
+
+
+def _by_scene(keyframes: Iterable[Keyframe]) -> Iterator[tuple[str, list[Keyframe]]]:
+    """Group the (scene-ordered) keyframe stream into one list per scene."""
+    current: list[Keyframe] = []
+    for frame in keyframes:
+        if current and frame.scene_id != current[0].scene_id:
+            yield current[0].scene_id, current
+            current = []
+        current.append(frame)
+    if current:
+        yield current[0].scene_id, current
+
+
+def _represent_scene(
+    scene_id: str, frames: Sequence[Keyframe], *, start_s: float, end_s: float,
+    params: ObjectParams, models: Models,
+) -> tuple[list[SceneTag], list[ObjectTrack]]:
+    detections: list[tuple[float, list[Detection]]] = []
+    tag_lists: list[list[TagScore]] = []
+    for frame in frames:
+        found = models.detector.detect(frame.image, t_s=frame.t_s)
+        detections.append((frame.t_s, [d for d in found if d.score >= params.min_detection_score]))
+        tag_lists.append(models.tagger.tag(frame.image))
+    merged = scene_tags(tag_lists, detections, min_score=params.min_tag_score)
+    provenance = f"{models.tagger.name}+{models.detector.name}"
+    versions = f"{models.tagger.version}+{models.detector.version}"
+    tags = [SceneTag(scene_id, t.tag, t.score, provenance, versions) for t in merged]
+    if models.text_reader is not None:
+        tags += _ocr_tags(scene_id, frames, models.text_reader)
+    objects = build_objects(
+        [(f.t_s, f.image) for f in frames], detections, scene_id=scene_id,
+        scene_start_s=start_s, scene_end_s=end_s, params=params,
+        backend=models.detector.name, model_version=models.detector.version,
+    )
+    return tags, objects
+
+
+def _ocr_tags(scene_id: str, frames: Sequence[Keyframe], reader: TextReader) -> list[SceneTag]:
+    """On-screen text of the scene's middle keyframe, as ``text:`` tags."""
+    middle = frames[len(frames) // 2]
+    lines = dict.fromkeys(line.strip() for line in reader.read(middle.image) if line.strip())
+    return [SceneTag(scene_id, f"text:{line}", 1.0, reader.name, reader.version)
+            for line in lines]
+
+
+Step = Literal["scenes", "objects", "all"]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class RepresentJob:
+    """One video to (re)represent; ``scenes`` set when the objects step reuses stored scenes."""
+
+    video: Video
+    scenes: tuple[Scene, ...] | None = None
+
+
+def plan_represent(
+    videos: Sequence[Video],
+    *,
+    step: Step,
+    wanted_hash: str,
+    stored_hashes: dict[str, str],
+    stored_scenes: dict[str, tuple[Scene, ...]],
+) -> list[RepresentJob]:
+    """The videos whose stored representation is missing or was made another way.
+
+    A finished video is skipped, so a killed run resumes where it stopped and a rerun with the
+    same configuration changes nothing. The objects step reuses stored scenes when they came
+    from the same scene parameters, else it detects scenes again.
+    """
+    scenes_part = wanted_hash.split("-", 1)[0]
+    jobs: list[RepresentJob] = []
+    for video in videos:
+        stored = stored_hashes.get(video.video_id, "")
+        if stored == wanted_hash or (step == "scenes" and stored.startswith(scenes_part + "-")):
+            continue
+        reuse = step == "objects" and stored.startswith(scenes_part + "-")
+        jobs.append(RepresentJob(video, stored_scenes.get(video.video_id) if reuse else None))
+    return jobs
+
+
+def run_job(
+    job: RepresentJob, *, scene_params: SceneParams, object_params: ObjectParams,
+    models: Models | None,
+) -> Representation | RepresentFailure:
+    """Represent one planned video; a project error becomes a :class:`RepresentFailure`."""
+    try:
+        return represent_video(job.video, scene_params=scene_params,
+                               object_params=object_params if models else None, models=models,
+                               scenes=job.scenes)
+    except NeedleforgeError as err:
+        return RepresentFailure(job.video.video_id, str(err))

@@ -1,0 +1,127 @@
+"""The DuckDB schema: every table, in one place, with its version and migrations.
+
+Ids are stable strings derived from content (``v{sha256[:16]}``, ``{video_id}-s{index:04d}``),
+never auto-increment, so reruns upsert instead of duplicating. Times are float seconds and
+column names carry units. ``MIGRATIONS[n]`` takes a store from version ``n`` to ``n + 1``;
+a fresh store runs them all in order.
+"""
+
+from __future__ import annotations
+
+SCHEMA_VERSION = 2
+
+_V1 = (
+    """
+    CREATE TABLE IF NOT EXISTS videos (
+        video_id      VARCHAR PRIMARY KEY,
+        sha256        VARCHAR NOT NULL UNIQUE,
+        program       VARCHAR NOT NULL,
+        title         VARCHAR NOT NULL,
+        source_path   VARCHAR NOT NULL,
+        stored_path   VARCHAR NOT NULL,
+        subtitle_path VARCHAR,
+        size_bytes    BIGINT NOT NULL,
+        duration_s    DOUBLE NOT NULL,
+        fps           DOUBLE NOT NULL,
+        width         INTEGER NOT NULL,
+        height        INTEGER NOT NULL,
+        video_codec   VARCHAR NOT NULL,
+        audio_codec   VARCHAR,
+        rotation_deg  INTEGER NOT NULL,
+        n_frames      BIGINT NOT NULL,
+        container     VARCHAR NOT NULL,
+        rights_holder VARCHAR NOT NULL,
+        licence_id    VARCHAR NOT NULL,
+        scope         VARCHAR[] NOT NULL,
+        valid_until   DATE NOT NULL,
+        published_at  DATE,
+        ingested_at   TIMESTAMP NOT NULL
+    )
+    """,
+    """
+    CREATE TABLE IF NOT EXISTS ingest_rejections (
+        rejection_id  VARCHAR PRIMARY KEY,
+        manifest_path VARCHAR NOT NULL,
+        row           INTEGER NOT NULL,
+        source_path   VARCHAR NOT NULL,
+        reason        VARCHAR NOT NULL,
+        detail        VARCHAR NOT NULL,
+        first_seen_at TIMESTAMP NOT NULL
+    )
+    """,
+)
+
+# Version 2: the video representation (scenes, tags, tracked objects) of NeMo Sec. 3.2.1.
+_V2 = (
+    """
+    CREATE TABLE IF NOT EXISTS scenes (
+        scene_id      VARCHAR PRIMARY KEY,
+        video_id      VARCHAR NOT NULL,
+        idx           INTEGER NOT NULL,
+        start_s       DOUBLE NOT NULL,
+        end_s         DOUBLE NOT NULL,
+        n_frames      INTEGER NOT NULL,
+        subtitle_text VARCHAR NOT NULL,
+        UNIQUE (video_id, idx)
+    )
+    """,
+    """
+    CREATE TABLE IF NOT EXISTS scene_tags (
+        scene_id      VARCHAR NOT NULL,
+        tag           VARCHAR NOT NULL,
+        score         DOUBLE NOT NULL,
+        backend       VARCHAR NOT NULL,
+        model_version VARCHAR NOT NULL,
+        PRIMARY KEY (scene_id, tag, backend)
+    )
+    """,
+    """
+    CREATE TABLE IF NOT EXISTS objects (
+        object_id            VARCHAR PRIMARY KEY,
+        scene_id             VARCHAR NOT NULL,
+        idx                  INTEGER NOT NULL,
+        tag                  VARCHAR NOT NULL,
+        start_s              DOUBLE NOT NULL,
+        end_s                DOUBLE NOT NULL,
+        visible_s            DOUBLE NOT NULL,
+        mean_area_frac       DOUBLE NOT NULL,
+        mean_score           DOUBLE NOT NULL,
+        referring_expression VARCHAR NOT NULL,
+        colour               VARCHAR NOT NULL,
+        position             VARCHAR NOT NULL,
+        size_rank            INTEGER NOT NULL,
+        attributes           JSON NOT NULL,
+        backend              VARCHAR NOT NULL,
+        model_version        VARCHAR NOT NULL
+    )
+    """,
+    """
+    CREATE TABLE IF NOT EXISTS object_boxes (
+        object_id VARCHAR NOT NULL,
+        t_s       DOUBLE NOT NULL,
+        x         DOUBLE NOT NULL,
+        y         DOUBLE NOT NULL,
+        w         DOUBLE NOT NULL,
+        h         DOUBLE NOT NULL,
+        PRIMARY KEY (object_id, t_s)
+    )
+    """,
+    """
+    CREATE TABLE IF NOT EXISTS representations (
+        video_id       VARCHAR PRIMARY KEY,
+        n_scenes       INTEGER NOT NULL,
+        n_objects      INTEGER NOT NULL,
+        scene_detector VARCHAR NOT NULL,
+        config_hash    VARCHAR NOT NULL,
+        decode_error   VARCHAR
+    )
+    """,
+)
+
+#: ``MIGRATIONS[n]`` upgrades a store at version ``n`` to ``n + 1`` (version 0 = empty file).
+MIGRATIONS: dict[int, tuple[str, ...]] = {0: _V1, 1: _V2}
+
+TABLES: tuple[str, ...] = (
+    "videos", "ingest_rejections", "scenes", "scene_tags", "objects", "object_boxes",
+    "representations",
+)
