@@ -248,10 +248,13 @@ def run_job(
     job: RepresentJob, *, scene_params: SceneParams, object_params: ObjectParams,
     models: Models | None,
 ) -> Representation | RepresentFailure:
-    """Represent one planned video; a project error becomes a :class:`RepresentFailure`."""
+    """Represent one planned video; a project error becomes a :class:`RepresentFailure`.
+
+    The failure names the video's source file first (stored files are named by hash).
+    """
     try:
         return represent_video(job.video, scene_params=scene_params,
                                object_params=object_params if models else None, models=models,
                                scenes=job.scenes)
     except NeedleforgeError as err:
-        return RepresentFailure(job.video.video_id, str(err))
+        return RepresentFailure(job.video.video_id, f"{job.video.source_path}: {err}")
