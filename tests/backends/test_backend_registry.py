@@ -38,11 +38,12 @@ def test_a_new_registry_is_empty() -> None:
         assert registry.names(family) == ()
 
 
-def test_default_registry_has_the_embedded_backends() -> None:
+def test_default_registry_has_the_shipped_backends() -> None:
     registry = default_registry()
     assert registry.families() == ("tagger", "detector", "text_reader")
-    for family in registry.families():
-        assert registry.names(family) == ("embedded",)
+    assert registry.names("tagger") == ("embedded", "hf", "hf_vlm", "ram_plus")
+    assert registry.names("detector") == ("embedded",)
+    assert registry.names("text_reader") == ("embedded",)
 
 
 def test_registries_are_independent_objects() -> None:

@@ -148,16 +148,24 @@ def _check_options(
 def default_registry() -> Registry:
     """A registry holding the backends shipped with needleforge.
 
-    The embedded backends' modules are imported here (not at package import) and they import
-    their runtimes (cv2, ai_edge_litert, rapidocr) only when constructed, so building the
-    registry stays cheap.
+    The backends' modules are imported here (not at package import) and they import their
+    runtimes (cv2, ai_edge_litert, rapidocr, torch, transformers, ram) only when constructed,
+    so building the registry stays cheap. The GPU taggers need a path option: ``ram_plus``
+    its ``checkpoint``, ``hf`` (image classifier) and ``hf_vlm`` (image-text-to-text model)
+    their ``model_dir``.
     """
     from needleforge.backends.embedded.detector import EmbeddedDetector
     from needleforge.backends.embedded.ocr import EmbeddedTextReader
     from needleforge.backends.embedded.tagger import EmbeddedTagger
+    from needleforge.backends.hf import HfClassifierTagger
+    from needleforge.backends.hf_vlm import HfVlmTagger
+    from needleforge.backends.ram_plus import RamPlusTagger
 
     registry = Registry()
     registry.register("detector", "embedded", EmbeddedDetector)
     registry.register("tagger", "embedded", EmbeddedTagger)
+    registry.register("tagger", "ram_plus", RamPlusTagger)
+    registry.register("tagger", "hf", HfClassifierTagger)
+    registry.register("tagger", "hf_vlm", HfVlmTagger)
     registry.register("text_reader", "embedded", EmbeddedTextReader)
     return registry

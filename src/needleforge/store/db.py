@@ -19,12 +19,16 @@ from needleforge.records import (
     Authorization,
     IngestRejection,
     MediaInfo,
+    Montage,
     ObjectTrack,
+    Question,
     Representation,
     Scene,
     SceneTag,
+    Verification,
     Video,
 )
+from needleforge.store import nemo as nemo_rows
 from needleforge.store import representation as rep_rows
 from needleforge.store.schema import MIGRATIONS, SCHEMA_VERSION, TABLES
 
@@ -206,6 +210,29 @@ class Store:
 
     def objects(self) -> list[ObjectTrack]:
         return rep_rows.load_objects(self._con)
+
+    # -- NeMo generation ---------------------------------------------------------------------
+
+    def record_generation(
+        self,
+        montages: Iterable[Montage],
+        questions: Iterable[Question],
+        verifications: Iterable[Verification] = (),
+    ) -> None:
+        """Store montage plans, their questions and verdicts in one transaction."""
+        with self.transaction() as con:
+            nemo_rows.upsert_montages(con, montages)
+            nemo_rows.upsert_questions(con, questions)
+            nemo_rows.upsert_verifications(con, verifications)
+
+    def montages(self) -> list[Montage]:
+        return nemo_rows.load_montages(self._con)
+
+    def questions(self) -> list[Question]:
+        return nemo_rows.load_questions(self._con)
+
+    def verifications(self) -> list[Verification]:
+        return nemo_rows.load_verifications(self._con)
 
     def video_by_id(self, video_id: str) -> Video | None:
         cur = self._con.execute(

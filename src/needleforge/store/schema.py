@@ -8,7 +8,7 @@ a fresh store runs them all in order.
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 _V1 = (
     """
@@ -118,10 +118,62 @@ _V2 = (
     """,
 )
 
+# Version 3: NeMo generation (seed 001, Sec. 3.2.2): montage plans, questions, verdicts.
+# Answers are not stored: they derive from the target segments of the question's montage.
+_V3 = (
+    """
+    CREATE TABLE IF NOT EXISTS montages (
+        montage_id  VARCHAR PRIMARY KEY,
+        bucket      VARCHAR NOT NULL,
+        duration_s  DOUBLE NOT NULL,
+        n_segments  INTEGER NOT NULL,
+        seed        BIGINT NOT NULL
+    )
+    """,
+    """
+    CREATE TABLE IF NOT EXISTS montage_segments (
+        montage_id      VARCHAR NOT NULL,
+        position        INTEGER NOT NULL,
+        video_id        VARCHAR NOT NULL,
+        scene_id        VARCHAR NOT NULL,
+        src_start_s     DOUBLE NOT NULL,
+        src_end_s       DOUBLE NOT NULL,
+        montage_start_s DOUBLE NOT NULL,
+        role            VARCHAR NOT NULL,
+        needle_index    INTEGER,
+        PRIMARY KEY (montage_id, position)
+    )
+    """,
+    """
+    CREATE TABLE IF NOT EXISTS questions (
+        question_id      VARCHAR PRIMARY KEY,
+        montage_id       VARCHAR NOT NULL,
+        needle_type      VARCHAR NOT NULL,
+        target_scene_id  VARCHAR NOT NULL,
+        target_object_id VARCHAR,
+        description      VARCHAR NOT NULL,
+        text             VARCHAR NOT NULL,
+        template_id      VARCHAR NOT NULL,
+        backend          VARCHAR NOT NULL,
+        model_version    VARCHAR NOT NULL
+    )
+    """,
+    """
+    CREATE TABLE IF NOT EXISTS verifications (
+        question_id   VARCHAR NOT NULL,
+        verifier      VARCHAR NOT NULL,
+        model_version VARCHAR NOT NULL,
+        passed        BOOLEAN NOT NULL,
+        reason        VARCHAR NOT NULL,
+        PRIMARY KEY (question_id, verifier)
+    )
+    """,
+)
+
 #: ``MIGRATIONS[n]`` upgrades a store at version ``n`` to ``n + 1`` (version 0 = empty file).
-MIGRATIONS: dict[int, tuple[str, ...]] = {0: _V1, 1: _V2}
+MIGRATIONS: dict[int, tuple[str, ...]] = {0: _V1, 1: _V2, 2: _V3}
 
 TABLES: tuple[str, ...] = (
     "videos", "ingest_rejections", "scenes", "scene_tags", "objects", "object_boxes",
-    "representations",
+    "representations", "montages", "montage_segments", "questions", "verifications",
 )

@@ -1,0 +1,65 @@
+"""Frozen value records shared by every stage.
+
+Records point at each other by string id (``video_id``, ``scene_id``), check themselves in
+``__post_init__`` (raising ``ValueError`` that names the field and the bad value) and change
+only by returning copies (:func:`dataclasses.replace`). Field names carry their units
+(``start_s``, ``duration_s``). This module is a leaf: it imports nothing from needleforge.
+"""
+
+from needleforge.records.base import object_id_for, scene_id_for, video_id_for
+from needleforge.records.media import (
+    Authorization,
+    IngestRejection,
+    MediaInfo,
+    RejectionReason,
+    Video,
+)
+from needleforge.records.nemo import (
+    Bucket,
+    Montage,
+    NeedleType,
+    Question,
+    Role,
+    Segment,
+    Verification,
+    bucket_for,
+)
+from needleforge.records.representation import (
+    Box,
+    Detection,
+    ObjectAttributes,
+    ObjectTrack,
+    Representation,
+    Scene,
+    SceneTag,
+    TagScore,
+    TimedBox,
+)
+
+__all__ = [
+    "Authorization",
+    "Box",
+    "Bucket",
+    "Detection",
+    "IngestRejection",
+    "MediaInfo",
+    "Montage",
+    "NeedleType",
+    "ObjectAttributes",
+    "ObjectTrack",
+    "Question",
+    "RejectionReason",
+    "Representation",
+    "Role",
+    "Scene",
+    "SceneTag",
+    "Segment",
+    "TagScore",
+    "TimedBox",
+    "Verification",
+    "Video",
+    "bucket_for",
+    "object_id_for",
+    "scene_id_for",
+    "video_id_for",
+]

@@ -1,0 +1,136 @@
+"""Records of NeMo generation: montage segments, montages, questions, verifications."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Literal, TypeAlias
+
+from needleforge.records.base import _check, _finite_nonneg, _Record
+
+#: Montage length buckets of NeMo (seed 001, Sec. 3.1): short < 150 s ≤ medium ≤ 900 s < long.
+Bucket: TypeAlias = Literal["short", "medium", "long"]
+NeedleType: TypeAlias = Literal["object", "scene"]
+Role: TypeAlias = Literal["target", "negative"]
+_TILE_EPS_S = 1e-6
+
+
+def bucket_for(duration_s: float) -> Bucket:
+    """The NeMo bucket of a montage duration (short < 150 s, medium 150–900 s, long > 900 s)."""
+    if duration_s < 150.0:
+        return "short"
+    return "medium" if duration_s <= 900.0 else "long"
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Segment(_Record):
+    """One piece of a montage: ``[src_start_s, src_end_s)`` of scene ``scene_id``.
+
+    ``montage_start_s`` is where it starts in the montage; ``needle_index`` numbers the target
+    segments of one question (0, 1, …) and is None for negatives.
+    """
+
+    position: int
+    video_id: str
+    scene_id: str
+    src_start_s: float
+    src_end_s: float
+    montage_start_s: float
+    role: Role
+    needle_index: int | None = None
+
+    def __post_init__(self) -> None:
+        _check(self.position >= 0, f"position = {self.position} must be >= 0")
+        _finite_nonneg("src_start_s", self.src_start_s)
+        _finite_nonneg("montage_start_s", self.montage_start_s)
+        _check(self.src_end_s > self.src_start_s,
+               f"segment {self.position}: src_end_s = {self.src_end_s} must be > "
+               f"src_start_s = {self.src_start_s}")
+        _check((self.role == "target") == (self.needle_index is not None),
+               f"segment {self.position}: role {self.role!r} with needle_index "
+               f"{self.needle_index!r} (targets carry one, negatives none)")
+
+    @property
+    def duration_s(self) -> float:
+        return self.src_end_s - self.src_start_s
+
+    @property
+    def montage_end_s(self) -> float:
+        return self.montage_start_s + self.duration_s
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Montage(_Record):
+    """An ordered list of segments that tile ``[0, duration_s)`` with no gap or overlap."""
+
+    montage_id: str
+    bucket: Bucket
+    segments: tuple[Segment, ...]
+    seed: int
+
+    def __post_init__(self) -> None:
+        _check(len(self.segments) > 0, f"montage {self.montage_id}: has no segments")
+        clock = 0.0
+        for i, seg in enumerate(self.segments):
+            _check(seg.position == i, f"montage {self.montage_id}: segment {i} has position "
+                   f"{seg.position}")
+            _check(abs(seg.montage_start_s - clock) <= _TILE_EPS_S,
+                   f"montage {self.montage_id}: segment {i} starts at {seg.montage_start_s} "
+                   f"but the previous one ends at {clock} (segments must tile the montage)")
+            clock = seg.montage_end_s
+        _check(bucket_for(self.duration_s) == self.bucket,
+               f"montage {self.montage_id}: duration {self.duration_s:.2f} s is not in "
+               f"bucket {self.bucket!r}")
+
+    @property
+    def duration_s(self) -> float:
+        return self.segments[-1].montage_end_s
+
+    def target_spans(self) -> list[tuple[float, float]]:
+        """``(start_s, end_s)`` in the montage of every target segment, in needle order."""
+        targets = sorted((s for s in self.segments if s.role == "target"),
+                         key=lambda s: (s.needle_index or 0))
+        return [(s.montage_start_s, s.montage_end_s) for s in targets]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Question(_Record):
+    """A needle grounding question about the target segments of one montage.
+
+    ``description`` is the written object description (a noun phrase) or scene description
+    the question is built from; ``text`` is the question asked. The answer is not stored: it
+    is :meth:`Montage.target_spans` of ``montage_id``.
+    """
+
+    question_id: str
+    montage_id: str
+    needle_type: NeedleType
+    target_scene_id: str
+    target_object_id: str | None
+    description: str
+    text: str
+    template_id: str
+    backend: str
+    model_version: str
+
+    def __post_init__(self) -> None:
+        _check(bool(self.text.strip()), f"question {self.question_id}: text is empty")
+        _check(bool(self.description.strip()),
+               f"question {self.question_id}: description is empty")
+        _check((self.needle_type == "object") == (self.target_object_id is not None),
+               f"question {self.question_id}: needle_type {self.needle_type!r} with "
+               f"target_object_id {self.target_object_id!r}")
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Verification(_Record):
+    """A verifier's verdict on one question; only passed questions are releasable."""
+
+    question_id: str
+    verifier: str
+    model_version: str
+    passed: bool
+    reason: str
+
+    def __post_init__(self) -> None:
+        _check(bool(self.reason.strip()),
+               f"verification of {self.question_id}: a verdict needs a reason")
