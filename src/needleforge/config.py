@@ -127,7 +127,9 @@ class ObjectParams(_Section):
     and still continue; tracks with fewer than ``min_hits`` detections are dropped.
     Detections below ``min_detection_score`` are ignored and scene tags below
     ``min_tag_score`` are dropped. ``detector``/``tagger`` name backends in the registry;
-    ``ocr`` also reads on-screen text.
+    ``ocr`` also reads on-screen text. ``*_options`` go to the backend's constructor (e.g.
+    ``tagger_options: {model_dir: models/smolvlm}`` for ``hf_vlm``, ``{checkpoint: …}`` for
+    ``ram_plus``); the registry rejects options a backend does not take, naming them.
     """
 
     iou_threshold: Annotated[float, Field(gt=0, le=1)] = 0.3
@@ -139,6 +141,8 @@ class ObjectParams(_Section):
     detector: Annotated[str, Field(min_length=1)] = "embedded"
     tagger: Annotated[str, Field(min_length=1)] = "embedded"
     ocr: bool = False
+    detector_options: dict[str, str | int | float | bool] = Field(default_factory=dict)
+    tagger_options: dict[str, str | int | float | bool] = Field(default_factory=dict)
 
 
 class Params(_Section):

@@ -62,9 +62,10 @@ def load_models(params: ObjectParams, *, registry: Registry) -> Models:
     Raises :class:`~needleforge.errors.BackendError` listing the known names for an unknown
     one, or naming the missing model file.
     """
-    detector = registry.create("detector", params.detector,
-                               score_threshold=params.min_detection_score)
-    tagger = registry.create("tagger", params.tagger)
+    detector_options = {"score_threshold": params.min_detection_score,
+                        **params.detector_options}
+    detector = registry.create("detector", params.detector, **detector_options)
+    tagger = registry.create("tagger", params.tagger, **params.tagger_options)
     reader = registry.create("text_reader", "embedded") if params.ocr else None
     return Models(detector=detector, tagger=tagger, text_reader=reader)
 

@@ -156,3 +156,32 @@ def test_unknown_backend_lists_known_ones(tmp_path: Path) -> None:
     assert result.exit_code == 2
     assert "yolo-v99" in result.output and "embedded" in result.output
     assert Params().objects.detector == "embedded"
+
+
+@pytest.mark.slow
+def test_represent_with_a_local_transformers_tagger(clips: Path, tmp_path: Path) -> None:
+    """params choose the hf tagger and pass its model folder; rows record that backend."""
+    from tests.backends.hf_tiny_models import build_tiny_vit
+
+    model_dir = build_tiny_vit(tmp_path / "tiny-vit", labels=("kitten", "spaceman"))
+    params = tmp_path / "params.yaml"
+    params.write_text(yaml.safe_dump({"objects": {
+        "tagger": "hf", "tagger_options": {"model_dir": str(model_dir), "top_k": 2,
+                                           "score_threshold": 0.0},
+        "min_tag_score": 0.0,
+    }}))
+    lib = tmp_path / "lib"
+    shutil.copytree(clips, lib)
+    db = tmp_path / "nf.duckdb"
+    ingest_clips(lib, [{"path": "cat.mp4"}], db)
+    result = runner.invoke(app, ["represent", "--db", str(db), "--params", str(params)])
+    assert result.exit_code == 0, result.output
+    with Store(db) as store:
+        tags = store.scene_tags()
+    assert {"kitten", "spaceman"} & {t.tag for t in tags}
+    assert all(t.backend.startswith("hf-tiny-vit+") for t in tags)
+
+    params.write_text(yaml.safe_dump({"objects": {"tagger": "hf", "tagger_options": {
+        "model_dir": str(model_dir), "colour": "red"}}}))
+    bad = runner.invoke(app, ["represent", "--db", str(db), "--params", str(params)])
+    assert bad.exit_code == 2 and "colour" in bad.output
