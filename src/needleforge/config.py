@@ -127,7 +127,10 @@ class ObjectParams(_Section):
     and still continue; tracks with fewer than ``min_hits`` detections are dropped.
     Detections below ``min_detection_score`` are ignored and scene tags below
     ``min_tag_score`` are dropped. ``detector``/``tagger`` name backends in the registry;
-    ``ocr`` also reads on-screen text. ``*_options`` go to the backend's constructor (e.g.
+    ``ocr`` also reads on-screen text. The tagger sees ``tag_keyframes_per_scene`` keyframes
+    spread evenly over each scene (``None``: every keyframe): a scene's tags change little
+    within a shot, and tagging every keyframe cost a fifth of the stage. ``*_options`` go to
+    the backend's constructor (e.g.
     ``tagger_options: {model_dir: models/smolvlm}`` for ``hf_vlm``, ``{checkpoint: …}`` for
     ``ram_plus``); the registry rejects options a backend does not take, naming them.
     """
@@ -141,8 +144,90 @@ class ObjectParams(_Section):
     detector: Annotated[str, Field(min_length=1)] = "embedded"
     tagger: Annotated[str, Field(min_length=1)] = "embedded"
     ocr: bool = False
+    tag_keyframes_per_scene: Annotated[int, Field(ge=1)] | None = 2
     detector_options: dict[str, str | int | float | bool] = Field(default_factory=dict)
     tagger_options: dict[str, str | int | float | bool] = Field(default_factory=dict)
+
+
+#: Labels too broad to ground as an object needle (NeMo Table 15: "the sky, sidewalk, slope").
+DEFAULT_ABSTRACT_LABELS: tuple[str, ...] = (
+    "background", "ceiling", "cloud", "dirt", "field", "floor", "grass", "ground", "ocean",
+    "pavement", "road", "sand", "sea", "shadow", "sidewalk", "sky", "slope", "snow", "street",
+    "wall", "water",
+)
+
+
+class NemoParams(_Section):
+    """NeMo Stage 2 (``needleforge generate``): targets, negatives, short montage plans.
+
+    A target scene lasts longer than ``min_scene_s``; its object needle is the most prominent
+    object visible for at least ``min_visible_s`` with a mean box area in
+    ``[min_area_frac, max_area_frac]`` of the frame (seed 001, App. D.2). A scene needle also
+    needs ``min_scene_tags`` distinct tags; its top ``scene_top_tags`` tags are what negatives
+    must not hold. Each short montage draws its length uniformly from
+    ``[short_min_s, short_max_s]`` and fills it with whole negative scenes of at least
+    ``min_negative_s``; a target that cannot reach ``short_min_s`` with ``min_negatives`` or
+    more negatives is skipped. ``max_targets`` caps the targets (0 = all), sampled with
+    ``seed``. ``describer``/``verifier`` name backends; their ``*_options`` go to the factory.
+    """
+
+    seed: int = 0
+    min_scene_s: Annotated[float, Field(ge=0)] = 5.0
+    min_visible_s: Annotated[float, Field(ge=0)] = 4.0
+    min_area_frac: Annotated[float, Field(ge=0, le=1)] = 0.05
+    max_area_frac: Annotated[float, Field(gt=0, le=1)] = 0.25
+    min_scene_tags: Annotated[int, Field(ge=1)] = 2
+    scene_top_tags: Annotated[int, Field(ge=1, le=20)] = 3
+    short_min_s: Annotated[float, Field(gt=0, lt=150)] = 20.0
+    short_max_s: Annotated[float, Field(gt=0, lt=150)] = 140.0
+    min_negative_s: Annotated[float, Field(gt=0)] = 1.0
+    min_negatives: Annotated[int, Field(ge=1)] = 2
+    max_targets: Annotated[int, Field(ge=0)] = 0
+    describer: Annotated[str, Field(min_length=1)] = "embedded"
+    verifier: Annotated[str, Field(min_length=1)] = "embedded"
+    describer_options: dict[str, str | int | float | bool] = Field(default_factory=dict)
+    verifier_options: dict[str, str | int | float | bool] = Field(default_factory=dict)
+    abstract_labels: list[Annotated[str, Field(min_length=1)]] = Field(
+        default_factory=lambda: list(DEFAULT_ABSTRACT_LABELS)
+    )
+
+    @model_validator(mode="after")
+    def _ranges(self) -> NemoParams:
+        if self.max_area_frac < self.min_area_frac:
+            raise ValueError(f"max_area_frac = {self.max_area_frac} must be >= "
+                             f"min_area_frac = {self.min_area_frac}")
+        if self.short_max_s < self.short_min_s:
+            raise ValueError(f"short_max_s = {self.short_max_s} must be >= "
+                             f"short_min_s = {self.short_min_s}")
+        return self
+
+
+class RenderParams(_Section):
+    """Output profile of rendered montages and of the scene-clip cache (``render`` stage).
+
+    Every cached scene clip, edited piece and montage is H.264 (libx264, yuv420p, BT.709
+    limited range) at ``fps`` frames per second and ``width``x``height`` pixels, with a
+    keyframe exactly every second and no B-frames, so montages are cut and joined by stream
+    copy. ``fps`` is a whole number so that "every second" falls on a frame. A source of
+    another aspect ratio is scaled to fit inside the frame and padded with black bars
+    (letterbox or pillarbox): never stretched, never cropped. ``crf``/``preset`` are x264's.
+    ``audio`` is off by default: video-language benchmarks feed models frames, and a kept
+    soundtrack would need normalizing like the pictures (codec, rate, channels, silence for
+    silent sources, joins at every cut); with ``audio: true`` montages carry AAC 48 kHz stereo.
+    ``workers`` is how many single-threaded encoders run at once (single-threaded x264 keeps
+    the bytes identical from run to run and machine to machine).
+    """
+
+    fps: Annotated[int, Field(ge=1, le=60)] = 25
+    width: Annotated[int, Field(ge=16, le=3840, multiple_of=2)] = 640
+    height: Annotated[int, Field(ge=16, le=2160, multiple_of=2)] = 360
+    crf: Annotated[int, Field(ge=0, le=51)] = 23
+    preset: Literal[
+        "ultrafast", "superfast", "veryfast", "faster", "fast", "medium", "slow", "slower",
+        "veryslow",
+    ] = "veryfast"
+    audio: bool = False
+    workers: Annotated[int, Field(ge=1, le=64)] = 2
 
 
 class Params(_Section):
@@ -152,6 +237,8 @@ class Params(_Section):
     ingest: IngestParams = Field(default_factory=IngestParams)
     scenes: SceneParams = Field(default_factory=SceneParams)
     objects: ObjectParams = Field(default_factory=ObjectParams)
+    nemo: NemoParams = Field(default_factory=NemoParams)
+    render: RenderParams = Field(default_factory=RenderParams)
 
 
 class ParamsError(ConfigError):

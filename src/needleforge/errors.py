@@ -46,3 +46,7 @@ class StudioError(NeedleforgeError):
 
 class BackendError(NeedleforgeError):
     """A model backend is unknown, misconfigured, missing its files or got an unusable input."""
+
+
+class EvaluationError(NeedleforgeError):
+    """A questions or predictions file cannot be scored (bad line, unknown id, NaN, duplicate)."""

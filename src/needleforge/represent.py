@@ -182,11 +182,11 @@ def _represent_scene(
     params: ObjectParams, models: Models,
 ) -> tuple[list[SceneTag], list[ObjectTrack]]:
     detections: list[tuple[float, list[Detection]]] = []
-    tag_lists: list[list[TagScore]] = []
     for frame in frames:
         found = models.detector.detect(frame.image, t_s=frame.t_s)
         detections.append((frame.t_s, [d for d in found if d.score >= params.min_detection_score]))
-        tag_lists.append(models.tagger.tag(frame.image))
+    tagged = _spread(len(frames), params.tag_keyframes_per_scene)
+    tag_lists: list[list[TagScore]] = [models.tagger.tag(frames[i].image) for i in tagged]
     merged = scene_tags(tag_lists, detections, min_score=params.min_tag_score)
     provenance = f"{models.tagger.name}+{models.detector.name}"
     versions = f"{models.tagger.version}+{models.detector.version}"
@@ -199,6 +199,13 @@ def _represent_scene(
         backend=models.detector.name, model_version=models.detector.version,
     )
     return tags, objects
+
+
+def _spread(n: int, k: int | None) -> list[int]:
+    """``k`` indices spread evenly over ``range(n)`` (centres of k equal parts); all if None."""
+    if k is None or k >= n:
+        return list(range(n))
+    return sorted({int((i + 0.5) * n / k) for i in range(k)})
 
 
 def _ocr_tags(scene_id: str, frames: Sequence[Keyframe], reader: TextReader) -> list[SceneTag]:

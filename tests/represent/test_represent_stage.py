@@ -185,3 +185,12 @@ def test_represent_with_a_local_transformers_tagger(clips: Path, tmp_path: Path)
         "model_dir": str(model_dir), "colour": "red"}}}))
     bad = runner.invoke(app, ["represent", "--db", str(db), "--params", str(params)])
     assert bad.exit_code == 2 and "colour" in bad.output
+
+
+def test_tagged_keyframes_spread_over_the_scene() -> None:
+    from needleforge.represent import _spread
+
+    assert _spread(10, 2) == [2, 7]
+    assert _spread(10, 3) == [1, 5, 8]
+    assert _spread(2, 5) == [0, 1]
+    assert _spread(4, None) == [0, 1, 2, 3]
