@@ -1,0 +1,134 @@
+"""Words as evidence: normalized tags and labels, and the claims a written text makes.
+
+Both the embedded describer (which writes from the tables) and the embedded verifier (which
+checks any describer's text against the tables) need one shared notion of "this text names
+that tag": labels are compared lower-cased with runs of whitespace collapsed, a term matches
+only as whole words (``cat`` is not in ``category``), its plural counts (``cats``), and longer
+terms win over the terms inside them (``brick wall`` is one claim, not also ``wall``).
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Iterable, Sequence
+
+from needleforge.objects.attributes import COLOUR_NAMES, POSITION_NAMES
+from needleforge.objects.expressions import plural
+from needleforge.records import SceneTag
+
+#: Every position word the representation writes, longest first so "top left" beats "top".
+POSITIONS: tuple[str, ...] = tuple(
+    sorted({p for row in POSITION_NAMES for p in row}, key=lambda p: (-len(p), p))
+)
+_POSITION_RE = re.compile(
+    r"\b(?:on|in|at) the (" + "|".join(re.escape(p) for p in POSITIONS) + r")\b"
+)
+_WORD_RE = re.compile(r"[a-z0-9']+")
+#: Words too common to show that a phrase was copied from the subtitles.
+_FUNCTION_WORDS = frozenset((
+    "a", "an", "and", "are", "as", "at", "be", "by", "for", "from", "has", "have", "in", "is",
+    "it", "its", "of", "on", "or", "that", "the", "their", "this", "to", "was", "were", "what",
+    "when", "where", "which", "who", "will", "with", "you", "your", "i", "we", "he", "she",
+    "they", "there",
+))
+
+
+def normalize(term: str) -> str:
+    """``term`` lower-cased, whitespace runs collapsed: ``" Brick  Wall"`` → ``"brick wall"``."""
+    return " ".join(term.lower().split())
+
+
+def ranked_tags(tags: Iterable[SceneTag]) -> tuple[str, ...]:
+    """Distinct normalized tag names, best score first (ties by name), so order is stable.
+
+    Several taggers may give a scene the same tag; the best score stands for it.
+    """
+    best: dict[str, float] = {}
+    for tag in tags:
+        name = normalize(tag.tag)
+        if name:
+            best[name] = max(best.get(name, 0.0), tag.score)
+    return tuple(name for name, _ in sorted(best.items(), key=lambda kv: (-kv[1], kv[0])))
+
+
+@functools.lru_cache(maxsize=4096)
+def _pattern(term: str) -> re.Pattern[str]:
+    forms = sorted({term, normalize(plural(term))}, key=len, reverse=True)
+    body = "|".join(re.escape(f).replace(r"\ ", r"\s+") for f in forms)
+    return re.compile(rf"(?<![a-z0-9])(?:{body})(?![a-z0-9])")
+
+
+def term_spans(text: str, terms: Iterable[str]) -> dict[str, list[tuple[int, int]]]:
+    """Where each of ``terms`` occurs in ``text`` as whole words, longest terms claimed first.
+
+    Returns ``{term: [(start, end), …]}`` only for terms found; a span already claimed by a
+    longer term is not reused by a shorter one.
+    """
+    lowered = text.lower()
+    taken: list[tuple[int, int]] = []
+    found: dict[str, list[tuple[int, int]]] = {}
+    for term in sorted({normalize(t) for t in terms if len(normalize(t)) > 1},
+                       key=lambda t: (-len(t), t)):
+        for match in _pattern(term).finditer(lowered):
+            span = match.span()
+            if any(span[0] < end and start < span[1] for start, end in taken):
+                continue
+            taken.append(span)
+            found.setdefault(term, []).append(span)
+    return found
+
+
+def named_terms(text: str, terms: Iterable[str]) -> frozenset[str]:
+    """The members of ``terms`` that ``text`` names (see :func:`term_spans`)."""
+    return frozenset(term_spans(text, terms))
+
+
+def holds(terms: Iterable[str], claim: str) -> bool:
+    """True when one of a scene's ``terms`` is, or contains as whole words, ``claim``.
+
+    A scene tagged ``tabby cat`` holds ``cat``: deciding otherwise would let a cat into the
+    negatives of a cat question. Both sides are normalized first.
+    """
+    claim = normalize(claim)
+    return any(normalize(t) == claim or bool(term_spans(t, (claim,))) for t in terms)
+
+
+def named_colours(text: str, *, skip: Sequence[tuple[int, int]] = ()) -> frozenset[str]:
+    """Basic colour names in ``text`` outside the ``skip`` spans (e.g. the label "orange")."""
+    lowered = text.lower()
+    colours = set()
+    for colour in COLOUR_NAMES:
+        for match in re.finditer(rf"(?<![a-z0-9]){colour}(?![a-z0-9])", lowered):
+            if not any(match.start() < end and start < match.end() for start, end in skip):
+                colours.add(colour)
+    return frozenset(colours)
+
+
+def named_positions(text: str) -> frozenset[str]:
+    """Places in the frame the text names as ``on/in/at the <position>``."""
+    return frozenset(m.group(1) for m in _POSITION_RE.finditer(text.lower()))
+
+
+def copied_phrase(text: str, subtitle: str, *, allowed: Iterable[str], n: int = 3) -> str | None:
+    """The first run of ``n`` words of ``text`` also found in ``subtitle``, if any.
+
+    A run counts only when one of its words is neither a function word nor part of an
+    ``allowed`` term (the tags and labels the text may legitimately repeat): a description
+    that copies the subtitles claims what only the subtitles say (seed 001, Table 16, rule 4).
+    """
+    if n < 1:
+        raise ValueError(f"n = {n} must be >= 1")
+    words = _WORD_RE.findall(text.lower())
+    sub_words = _WORD_RE.findall(subtitle.lower())
+    sub_runs = {tuple(sub_words[i:i + n]) for i in range(len(sub_words) - n + 1)}
+    harmless = set(_FUNCTION_WORDS)
+    for term in allowed:
+        harmless.update(_WORD_RE.findall(normalize(term)))
+        if term.strip():
+            harmless.update(_WORD_RE.findall(normalize(plural(term))))
+    for i in range(len(words) - n + 1):
+        run = tuple(words[i:i + n])
+        if run in sub_runs and any(w not in harmless for w in run):
+            return " ".join(run)
+    return None

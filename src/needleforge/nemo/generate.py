@@ -1,0 +1,185 @@
+"""NeMo Stage 2 as one pure function: representation tables in, plans and questions out.
+
+For every target (:mod:`~needleforge.nemo.targets`), in a stable order:
+
+1. choose negatives from the same video (:mod:`~needleforge.nemo.negatives`) and plan a
+   short montage (:mod:`~needleforge.nemo.plan`) — cheap table work first, so a target that
+   cannot get a montage never costs a model call;
+2. let the describer write the needle (or skip it, e.g. an abstract object);
+3. let the verifier judge the written needle against the montage's own negatives.
+
+Every question gets a verdict; only passed ones are releasable (:meth:`GenerationResult.
+releasable`). Targets that got no question are listed in ``skipped`` with the reason. Each
+target draws from its own ``random.Random`` seeded by the stage seed and its id, so adding
+or removing a video does not change the other targets' plans. Nothing here writes the store:
+the CLI/flow passes the result to ``Store.record_generation``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+from collections.abc import Callable, Iterable, Sequence
+from typing import Literal, TypeAlias
+
+from needleforge.backends.base import RGBImage
+from needleforge.config import NemoParams
+from needleforge.nemo.errors import NemoError
+from needleforge.nemo.negatives import select_negatives
+from needleforge.nemo.plan import PlanSkip, plan_short_montage, question_id_for
+from needleforge.nemo.protocols import (
+    Describer,
+    SceneView,
+    Skip,
+    TargetView,
+    Verifier,
+    VerifyRequest,
+)
+from needleforge.nemo.tables import SceneTables, index_tables
+from needleforge.nemo.targets import Target, select_targets
+from needleforge.records import (
+    Montage,
+    NeedleType,
+    ObjectTrack,
+    Question,
+    Scene,
+    SceneTag,
+    Verification,
+    Video,
+)
+
+#: Decodes a scene's keyframes for backends that look at pixels; None = tables only. It is
+#: called for the target and every negative of each montage, so a scene used by several
+#: montages is asked for more than once: cache inside it when decoding is costly.
+KeyframeSource: TypeAlias = Callable[[Scene], Sequence[RGBImage]]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class SkipRecord:
+    """A target that got no question, the step that dropped it, and why."""
+
+    target_id: str
+    needle_type: NeedleType
+    stage: Literal["plan", "describe"]
+    reason: str
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class GenerationResult:
+    """Records for ``Store.record_generation`` plus the skipped targets."""
+
+    montages: tuple[Montage, ...]
+    questions: tuple[Question, ...]
+    verifications: tuple[Verification, ...]
+    skipped: tuple[SkipRecord, ...]
+
+    def releasable(self) -> tuple[Question, ...]:
+        """The questions whose every verdict passed (at least one verdict required)."""
+        verdicts: dict[str, list[bool]] = {}
+        for v in self.verifications:
+            verdicts.setdefault(v.question_id, []).append(v.passed)
+        return tuple(q for q in self.questions
+                     if verdicts.get(q.question_id) and all(verdicts[q.question_id]))
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Made:
+    montage: Montage
+    question: Question
+    verification: Verification
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Backends:
+    describer: Describer
+    verifier: Verifier
+    keyframes: KeyframeSource | None
+
+    def frames(self, scene: Scene) -> tuple[RGBImage, ...]:
+        """The scene's keyframes, or none when no source was given."""
+        return tuple(self.keyframes(scene)) if self.keyframes is not None else ()
+
+
+def generate(
+    *,
+    videos: Iterable[Video],
+    scenes: Iterable[Scene],
+    tags: Iterable[SceneTag],
+    objects: Iterable[ObjectTrack],
+    params: NemoParams,
+    describer: Describer,
+    verifier: Verifier,
+    keyframes: KeyframeSource | None = None,
+) -> GenerationResult:
+    """Targets → short montage plans → written needles → verdicts, for the given videos.
+
+    Scenes of videos not in ``videos`` are ignored. Raises:
+        NemoError: a tag or object of an unknown scene, a scene listed twice, or a describer
+            that returned a needle of the wrong type.
+    """
+    tables = index_tables(scenes, tags=tags, objects=objects,
+                          video_ids=[v.video_id for v in videos])
+    backends = _Backends(describer, verifier, keyframes)
+    made: list[_Made] = []
+    skipped: list[SkipRecord] = []
+    for target in select_targets(tables, params=params):
+        outcome = _generate_one(target, tables, params=params, backends=backends)
+        if isinstance(outcome, SkipRecord):
+            skipped.append(outcome)
+        else:
+            made.append(outcome)
+    return GenerationResult(
+        montages=tuple(m.montage for m in made),
+        questions=tuple(m.question for m in made),
+        verifications=tuple(m.verification for m in made),
+        skipped=tuple(skipped),
+    )
+
+
+def _generate_one(
+    target: Target, tables: SceneTables, *, params: NemoParams, backends: _Backends
+) -> _Made | SkipRecord:
+    rng = random.Random(f"nemo-plan:{params.seed}:{target.needle_type}:{target.target_id}")
+    negatives = select_negatives(target, tables, params=params, rng=rng)
+    plan = plan_short_montage(target, negatives, params=params, rng=rng)
+    if isinstance(plan, PlanSkip):
+        return SkipRecord(target.target_id, target.needle_type, "plan", plan.reason)
+    base = tables.view(target.scene)
+    view = TargetView(base.scene, base.tags, base.objects, target.target_object,
+                      backends.frames(target.scene))
+    written = backends.describer.write(view, needle_type=target.needle_type)
+    if isinstance(written, Skip):
+        return SkipRecord(target.target_id, target.needle_type, "describe",
+                          f"{backends.describer.name}: {written.reason}")
+    if written.needle_type != target.needle_type:
+        raise NemoError(f"describer {backends.describer.name} wrote a {written.needle_type} "
+                        f"needle for {target.needle_type} target {target.target_id}")
+    question = Question(
+        question_id=question_id_for(plan.montage_id, needle_type=target.needle_type,
+                                    target_id=target.target_id,
+                                    template_id=written.template_id),
+        montage_id=plan.montage_id, needle_type=target.needle_type,
+        target_scene_id=target.scene.scene_id,
+        target_object_id=target.target_object.object_id if target.target_object else None,
+        description=written.description, text=written.question,
+        template_id=written.template_id, backend=backends.describer.name,
+        model_version=backends.describer.version,
+    )
+    verdict = backends.verifier.verify(VerifyRequest(
+        target.needle_type, written.description, written.question, view,
+        _negative_views(plan, tables, backends=backends)))
+    verification = Verification(question.question_id, backends.verifier.name,
+                                backends.verifier.version, verdict.passed, verdict.reason)
+    return _Made(plan, question, verification)
+
+
+def _negative_views(
+    montage: Montage, tables: SceneTables, *, backends: _Backends
+) -> tuple[SceneView, ...]:
+    """The negatives of ``montage`` in montage order, as the verifier sees them."""
+    views = []
+    for segment in montage.segments:
+        if segment.role == "negative":
+            base = tables.view(tables.scenes_by_id[segment.scene_id])
+            views.append(dataclasses.replace(base, keyframes=backends.frames(base.scene)))
+    return tuple(views)

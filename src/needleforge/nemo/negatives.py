@@ -1,0 +1,64 @@
+"""Negative scenes: distractors from the target's own video that cannot be mistaken for it.
+
+NeMo (seed 001, Sec. 3.2.2 Stage 2) samples negatives from the same video source so the
+montage keeps one shooting style, and requires that their tables hold no tag of the target.
+Here a scene is a negative for a target when it
+
+* belongs to the same video and is not the target scene,
+* lasts at least ``min_negative_s`` (shorter flashes are hard to see and to cut),
+* holds none of the **excluded terms**, neither as a tag nor as an object label — for an
+  object needle the object's label, for a scene needle the target's top
+  ``scene_top_tags`` tags. A term "held" includes tags that contain it as whole words (a
+  ``tabby cat`` tag excludes a scene from a ``cat`` question), see :func:`evidence.holds`.
+
+The eligible scenes are listed by scene index and shuffled with the caller's seeded
+``random.Random``, so the order depends only on the seed and the tables.
+"""
+
+from __future__ import annotations
+
+import random
+
+from needleforge.config import NemoParams
+from needleforge.nemo.evidence import holds, normalize, ranked_tags
+from needleforge.nemo.tables import SceneTables
+from needleforge.nemo.targets import Target
+from needleforge.records import Scene
+
+_EPS = 1e-9
+
+
+def excluded_terms(target: Target, tables: SceneTables, *, params: NemoParams) -> frozenset[str]:
+    """What a negative of ``target`` must not hold (normalized): its label or its top tags."""
+    if target.target_object is not None:
+        return frozenset({normalize(target.target_object.tag)})
+    tags = ranked_tags(tables.tags_by_scene.get(target.scene.scene_id, ()))
+    return frozenset(tags[: params.scene_top_tags])
+
+
+def clashes(scene: Scene, tables: SceneTables, *, excluded: frozenset[str]) -> list[str]:
+    """The excluded terms ``scene`` holds, sorted (empty when it may be a negative)."""
+    terms = tables.view(scene).terms
+    return sorted(term for term in excluded if holds(terms, term))
+
+
+def select_negatives(
+    target: Target, tables: SceneTables, *, params: NemoParams, rng: random.Random
+) -> list[Scene]:
+    """Every eligible negative scene of ``target``, in a seeded random order.
+
+    Raises:
+        ValueError: when the target's video has no scenes in ``tables``.
+    """
+    scenes = tables.scenes_by_video.get(target.video_id)
+    if not scenes:
+        raise ValueError(f"target {target.target_id}: video {target.video_id} has no scenes")
+    excluded = excluded_terms(target, tables, params=params)
+    pool = [
+        scene for scene in scenes
+        if scene.scene_id != target.scene.scene_id
+        and scene.duration_s + _EPS >= params.min_negative_s
+        and not clashes(scene, tables, excluded=excluded)
+    ]
+    rng.shuffle(pool)
+    return pool

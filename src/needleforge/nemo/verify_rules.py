@@ -1,0 +1,195 @@
+"""The embedded verifier's rules: does a description fit its target and no negative?
+
+The text is read back against the tables (seed 001, Table 16), so any describer's output can
+be checked. The **vocabulary** is every tag and object label of the target and of the
+montage's negatives; a description "names" a term when it contains it as whole words (or
+its plural), longer terms first (:mod:`needleforge.nemo.evidence`); colour and position
+words are left out of it, since they are checked against object attributes instead.
+
+Object needle — passes only when all hold:
+
+1. the description and the question name the target object's label, and agree on the colours
+   and positions ("on the left") they name;
+2. the target object has every colour/position named, and the target scene holds every other
+   vocabulary term named (no "next to a dog" when no dog was seen there);
+3. no negative **could also be meant**: a negative clashes when one of its objects carries the
+   label and has a named colour and position (an object whose colour is unknown counts as a
+   match), or when it is tagged with the label but has no tracked object to compare.
+
+Scene needle — passes only when the description names at least one vocabulary term (else
+there is no evidence to check), the target holds every term named, the question names the
+same terms, and no negative holds **all** of them.
+
+Both fail when there are no negatives, or when the description repeats a phrase of the
+target's subtitles that the tables do not back (subtitles are never the only evidence).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from needleforge.nemo.evidence import (
+    POSITIONS,
+    copied_phrase,
+    holds,
+    named_colours,
+    named_positions,
+    named_terms,
+    normalize,
+    term_spans,
+)
+from needleforge.nemo.protocols import SceneView, Verdict, VerifyRequest
+from needleforge.objects.attributes import COLOUR_NAMES
+from needleforge.objects.expressions import position_phrase
+from needleforge.records import ObjectTrack
+
+#: Attribute words are checked against object attributes, never as tags (a "white" tag on a
+#: negative must not make "the white cat" a claim about tags).
+_ATTRIBUTE_WORDS = frozenset(COLOUR_NAMES) | frozenset(POSITIONS)
+#: How many clashing negatives a failure reason lists before "(+N more)".
+_LISTED = 3
+
+
+def _quoted(terms: Iterable[str]) -> str:
+    return ", ".join(repr(t) for t in sorted(terms))
+
+
+def _listed(items: list[str]) -> str:
+    more = f" (+{len(items) - _LISTED} more)" if len(items) > _LISTED else ""
+    return "; ".join(items[:_LISTED]) + more
+
+
+def _vocabulary(request: VerifyRequest) -> frozenset[str]:
+    terms = request.target.as_scene_view().terms
+    for negative in request.negatives:
+        terms |= negative.terms
+    return terms - _ATTRIBUTE_WORDS
+
+
+def _common_failure(request: VerifyRequest) -> Verdict | None:
+    """Failures shared by both needle types: no negatives, copied subtitles."""
+    if not request.negatives:
+        return Verdict(False, "no negatives in the montage to check the description against")
+    copied = copied_phrase(request.description, request.target.subtitle_text,
+                           allowed=_vocabulary(request))
+    if copied is not None:
+        return Verdict(False, f"description repeats subtitle text {copied!r} that no tag or "
+                              f"object backs (subtitles may not be the only evidence)")
+    return None
+
+
+def _appearance(obj: ObjectTrack) -> str:
+    words = [obj.attributes.colour.strip(), normalize(obj.tag),
+             position_phrase(obj.attributes.position.strip())]
+    return "a " + " ".join(w for w in words if w)
+
+
+def _object_clash(
+    negative: SceneView, label: str, *, colours: frozenset[str], positions: frozenset[str]
+) -> str | None:
+    """Why ``negative`` could also be meant by the description, or None."""
+    sid = negative.scene.scene_id
+    carriers = [o for o in negative.objects if holds((o.tag,), label)]
+    for obj in carriers:
+        colour, position = obj.attributes.colour.strip(), obj.attributes.position.strip()
+        if colours and colour and colour not in colours:
+            continue
+        if positions and position and position not in positions:
+            continue
+        return f"negative {sid} also shows {_appearance(obj)} ({obj.object_id})"
+    if not carriers and holds(negative.tag_names, label):
+        return f"negative {sid} is tagged with {label!r} and has no tracked object to compare"
+    return None
+
+
+def _target_mismatch(
+    obj: ObjectTrack, label: str, *, colours: frozenset[str], positions: frozenset[str]
+) -> str | None:
+    """Why the named colours/positions do not fit the target object, or None."""
+    for kind, named, actual in (("colour", colours, obj.attributes.colour.strip()),
+                                ("position", positions, obj.attributes.position.strip())):
+        if not named or actual in named:
+            continue
+        if not actual:
+            return (f"cannot confirm {kind} {_quoted(named)}: the target {label} has no "
+                    f"{kind} attribute")
+        return f"the target {label} has {kind} {actual!r}, not {_quoted(named)}"
+    return None
+
+
+def _object_claims(
+    text: str, label: str
+) -> tuple[frozenset[str], frozenset[str]] | None:
+    """Colours and positions ``text`` names besides the label; None when it lacks the label."""
+    spans = term_spans(text, (label,))
+    if label not in spans:
+        return None
+    return named_colours(text, skip=spans[label]), named_positions(text)
+
+
+def verify_object(request: VerifyRequest) -> Verdict:
+    """The verdict on an object needle (rules in the module docstring)."""
+    obj = request.target.target_object
+    if obj is None:
+        return Verdict(False, "object question without a target object")
+    failure = _common_failure(request)
+    if failure is not None:
+        return failure
+    label = normalize(obj.tag)
+    claims = _object_claims(request.description, label)
+    if claims is None:
+        return Verdict(False, f"description {request.description!r} does not name the target's "
+                              f"label {label!r}")
+    colours, positions = claims
+    if _object_claims(request.question, label) != claims:
+        return Verdict(False, f"question {request.question!r} does not name {label!r} with the "
+                              f"description's colours and positions")
+    mismatch = _target_mismatch(obj, label, colours=colours, positions=positions)
+    if mismatch is not None:
+        return Verdict(False, mismatch)
+    others = named_terms(request.description, _vocabulary(request)) - {label}
+    missing = sorted(t for t in others if not holds(request.target.as_scene_view().terms, t))
+    if missing:
+        return Verdict(False, f"description names {_quoted(missing)}, which the target scene "
+                              f"does not show")
+    clashes = [c for n in request.negatives
+               if (c := _object_clash(n, label, colours=colours, positions=positions))]
+    if clashes:
+        return Verdict(False, f"ambiguous: {_listed(clashes)}")
+    holding = sum(1 for n in request.negatives if holds(n.terms, label))
+    reason = f"unique: {holding} of {len(request.negatives)} negatives hold a {label!r}"
+    if holding:
+        named = " ".join([*sorted(colours), *(position_phrase(p) for p in sorted(positions))])
+        reason += f", none {named}" if named else ""
+    return Verdict(True, reason)
+
+
+def verify_scene(request: VerifyRequest) -> Verdict:
+    """The verdict on a scene needle (rules in the module docstring)."""
+    failure = _common_failure(request)
+    if failure is not None:
+        return failure
+    vocabulary = _vocabulary(request)
+    claims = named_terms(request.description, vocabulary)
+    if not claims:
+        return Verdict(False, f"no checkable evidence: the description names none of the "
+                              f"{len(vocabulary)} tags and labels of the montage's scenes")
+    target_terms = request.target.as_scene_view().terms
+    missing = sorted(c for c in claims if not holds(target_terms, c))
+    if missing:
+        return Verdict(False, f"the target scene does not hold {_quoted(missing)}, named by "
+                              f"the description")
+    asked = named_terms(request.question, vocabulary)
+    if asked != claims:
+        return Verdict(False, f"question names {_quoted(asked)} but the description names "
+                              f"{_quoted(claims)}")
+    held = [(sum(1 for c in claims if holds(n.terms, c)), n.scene.scene_id)
+            for n in request.negatives]
+    fits = [f"negative {sid} also holds all of {_quoted(claims)}"
+            for count, sid in held if count == len(claims)]
+    if fits:
+        return Verdict(False, f"ambiguous: {_listed(fits)}")
+    closest, closest_id = max(held, key=lambda h: (h[0], h[1]))
+    near = f" (closest: {closest_id} holds {closest} of {len(claims)})" if closest else ""
+    return Verdict(True, f"unique: 0 of {len(request.negatives)} negatives hold all of "
+                         f"{_quoted(claims)}{near}")

@@ -1,0 +1,72 @@
+"""The describer/verifier registry and the ``nemo`` params section."""
+
+from __future__ import annotations
+
+import pytest
+from nemo_cases import corpus
+
+from needleforge.config import NemoParams, ParamsError, parse_params
+from needleforge.errors import BackendError
+from needleforge.nemo import (
+    EmbeddedDescriber,
+    EmbeddedVerifier,
+    NemoRegistry,
+    TargetView,
+    WrittenNeedle,
+    build_backends,
+    default_nemo_registry,
+)
+from needleforge.nemo.templates import choose_template
+
+
+def test_registry_is_explicit_and_names_what_it_knows() -> None:
+    empty = NemoRegistry()
+    assert empty.names("describer") == () and empty.names("verifier") == ()
+    with pytest.raises(BackendError, match=r"unknown describer backend 'embedded'; known: "
+                                           r"\(none registered\)"):
+        empty.describer("embedded")
+    registry = default_nemo_registry()
+    assert registry.names("describer") == ("embedded",) == registry.names("verifier")
+    with pytest.raises(BackendError, match="unknown verifier backend 'gpt'; known: embedded"):
+        registry.verifier("gpt")
+    with pytest.raises(BackendError, match="unknown backend family 'tagger'"):
+        registry.names("tagger")  # type: ignore[arg-type]
+    with pytest.raises(BackendError, match="already registered"):
+        registry.register("describer", "embedded", EmbeddedDescriber)
+    with pytest.raises(BackendError, match=r"bad options \['temperature'\].*accepted: seed"):
+        registry.describer("embedded", temperature=0.2)
+    registry.register("verifier", "wrong", EmbeddedDescriber)
+    with pytest.raises(BackendError, match="does not implement Verifier"):
+        registry.verifier("wrong")
+
+
+def test_build_backends_shares_the_stage_seed_and_options() -> None:
+    params = NemoParams(seed=9, describer_options={"max_objects": 1})
+    describer, verifier = build_backends(params, registry=default_nemo_registry())
+    assert isinstance(describer, EmbeddedDescriber) and isinstance(verifier, EmbeddedVerifier)
+    c = corpus()
+    cat = c.objects[0]
+    view = TargetView(c.scene(0), tuple(t for t in c.tags if t.scene_id == cat.scene_id),
+                      (cat,), cat)
+    written = describer.write(view, needle_type="object")
+    assert isinstance(written, WrittenNeedle)
+    assert written.template_id == choose_template("object", key=cat.object_id, seed=9)[0]
+    params = NemoParams(verifier="nope")
+    with pytest.raises(BackendError, match="unknown verifier backend 'nope'"):
+        build_backends(params, registry=default_nemo_registry())
+
+
+def test_nemo_params_are_checked() -> None:
+    assert parse_params({}).nemo == NemoParams()
+    defaults = NemoParams()
+    assert (defaults.min_scene_s, defaults.min_visible_s) == (5.0, 4.0)
+    assert (defaults.min_area_frac, defaults.max_area_frac) == (0.05, 0.25)
+    assert "sky" in defaults.abstract_labels
+    with pytest.raises(ParamsError, match=r"unknown key 'nemo\.sed'"):
+        parse_params({"nemo": {"sed": 1}})
+    with pytest.raises(ParamsError, match=r"short_max_s = 30\.0 must be >= short_min_s = 40\.0"):
+        parse_params({"nemo": {"short_min_s": 40, "short_max_s": 30}})
+    with pytest.raises(ParamsError, match=r"nemo\.short_max_s"):
+        parse_params({"nemo": {"short_max_s": 150}})
+    with pytest.raises(ParamsError, match=r"max_area_frac = 0\.1 must be >= min_area_frac = 0\.2"):
+        parse_params({"nemo": {"min_area_frac": 0.2, "max_area_frac": 0.1}})

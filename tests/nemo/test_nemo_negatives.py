@@ -1,0 +1,58 @@
+"""Negatives: same video, long enough, and holding nothing the question is about."""
+
+from __future__ import annotations
+
+import random
+
+from nemo_cases import corpus, make_scene, make_tag, make_track, params, tile
+
+from needleforge.nemo import Target, excluded_terms, index_tables, select_negatives
+
+
+def test_object_negatives_hold_no_tag_or_object_of_the_label() -> None:
+    scenes = tile([8.0, 6.0, 6.0, 6.0, 6.0, 0.8, 6.0, 6.0])
+    s = scenes
+    other_video = make_scene(0, 0.0, 9.0, video_id="vother")
+    tags = [make_tag(s[0], "cat"), make_tag(s[1], "cat"), make_tag(s[2], "tabby cat"),
+            make_tag(s[3], "category"), make_tag(s[4], "street"), make_tag(s[5], "street"),
+            make_tag(s[7], "Cats")]
+    objects = [make_track(s[0], 0, "cat"), make_track(s[6], 0, "cat", colour="black")]
+    tables = index_tables([*scenes, other_video], tags=tags, objects=objects)
+    target = Target("object", s[0], objects[0])
+    got = select_negatives(target, tables, params=params(), rng=random.Random(0))
+    # s1 tag, s2 "tabby cat", s6 a tracked cat, s7 plural tag: out; s5 is 0.8 s; s3's
+    # "category" is not the word "cat"; the other video never counts.
+    assert sorted(n.scene_id for n in got) == [s[3].scene_id, s[4].scene_id]
+
+
+def test_scene_negatives_exclude_only_the_top_tags() -> None:
+    c = corpus()
+    tables = index_tables(c.scenes, tags=c.tags, objects=c.objects)
+    target = Target("scene", c.scene(0))
+    assert excluded_terms(target, tables, params=params()) == {"cat", "sofa", "living room"}
+    assert excluded_terms(target, tables, params=params(scene_top_tags=1)) == {"cat"}
+    lamp = make_scene(12, c.scenes[-1].end_s, c.scenes[-1].end_s + 6.0)
+    tables = index_tables([*c.scenes, lamp], tags=[*c.tags, make_tag(lamp, "lamp")],
+                          objects=c.objects)
+    got = {n.scene_id for n in select_negatives(target, tables, params=params(),
+                                                rng=random.Random(0))}
+    assert lamp.scene_id in got                      # 4th tag of the target: allowed
+    assert c.scene(0).scene_id not in got and c.scene(6).scene_id not in got
+    for scene_id in got:
+        view = tables.view(tables.scenes_by_id[scene_id])
+        assert not view.terms & {"cat", "sofa", "living room"}
+
+
+def test_negatives_are_all_eligible_in_a_seeded_order() -> None:
+    c = corpus()
+    tables = index_tables(c.scenes, tags=c.tags, objects=c.objects)
+    target = Target("object", c.scene(0), c.objects[0])
+    first = select_negatives(target, tables, params=params(), rng=random.Random(5))
+    again = select_negatives(target, tables, params=params(), rng=random.Random(5))
+    other = select_negatives(target, tables, params=params(), rng=random.Random(6))
+    assert first == again and sorted(first, key=str) == sorted(other, key=str)
+    assert first != other
+    assert len(first) == 10                           # 12 scenes - target - 0.5 s flash
+    longer = select_negatives(target, tables, params=params(min_negative_s=7.0),
+                              rng=random.Random(5))
+    assert all(n.duration_s >= 7.0 - 1e-9 for n in longer) and len(longer) == 6
