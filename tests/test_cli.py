@@ -65,3 +65,24 @@ def test_status_counts(tmp_path: Path) -> None:
     Store(db).close()
     result = runner.invoke(app, ["status", "--db", str(db)])
     assert result.exit_code == 0 and f"schema v{SCHEMA_VERSION}" in result.output
+
+
+def test_score_command_writes_json_and_rejects_bad_lines(tmp_path: Path) -> None:
+    import json
+
+    from tests.evaluate.eval_helpers import grounding_q, write_jsonl
+
+    questions = write_jsonl(tmp_path / "q.jsonl", [grounding_q("q1", [[0, 9]]),
+                                                   grounding_q("q2", [[20, 29]])])
+    preds = write_jsonl(tmp_path / "p.jsonl", [{"question_id": "q1", "pred_spans": [[0, 9]]},
+                                               {"question_id": "q2", "response": "0:20-0:29"}])
+    out = tmp_path / "scores" / "s.json"
+    result = runner.invoke(app, ["score", "--questions", str(questions), "--predictions",
+                                 str(preds), "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    scores = json.loads(out.read_text())
+    assert scores["grounding"]["all"]["all"]["recall"]["0.7"] == 1.0
+    preds.write_text(preds.read_text() + "{not json\n")
+    bad = runner.invoke(app, ["score", "--questions", str(questions), "--predictions",
+                              str(preds)])
+    assert bad.exit_code == 2 and "p.jsonl:3: not valid JSON" in bad.output

@@ -205,6 +205,29 @@ def represent(db: DbOption = DEFAULT_DB, params_path: ParamsOption = None) -> No
 
 @app.command()
 @_user_errors
+def score(
+    questions: Annotated[Path, typer.Option("--questions", help="Release questions.jsonl.",
+                                            dir_okay=False)],
+    predictions: Annotated[Path, typer.Option("--predictions", help="Model predictions JSONL.",
+                                              dir_okay=False)],
+    out: Annotated[Path | None, typer.Option("--out", help="Write the scores as JSON here.",
+                                             dir_okay=False)] = None,
+) -> None:
+    """Score predictions against a release (Recall@1x, Average mAP, circular accuracy)."""
+    import json
+
+    from needleforge.evaluate import score_files
+
+    report = score_files(questions, predictions)
+    console.print(report.to_markdown(), markup=False, highlight=False)
+    if out is not None:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(report.to_dict(), indent=2, sort_keys=True) + "\n")
+        console.print(f"scores written to {out}")
+
+
+@app.command()
+@_user_errors
 def status(db: DbOption = DEFAULT_DB) -> None:
     """Show what the store holds: row counts per table and the refused rows."""
     from needleforge.store import Store

@@ -1,0 +1,180 @@
+"""The scorer's report: metric values per breakdown, answer coverage, issues; JSON and Markdown.
+
+Breakdowns are ``{dimension: {value: scores}}``; dimensions are ``all`` (value ``all``),
+``family``, ``task``, ``bucket``, ``needles`` (``single`` when ``n_needles == 1``, else
+``multi``), ``needle_type`` and, for multiple choice, ``group`` (VNBench retrieval / ordering /
+counting). Only values that occur are listed, so no metric of an empty group is ever reported.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from typing import Any, Literal, TypeAlias
+
+IssueKind: TypeAlias = Literal["missing", "unparsed", "refused"]
+Breakdown: TypeAlias = Mapping[str, Mapping[str, Any]]
+_SHOWN_ISSUES = 10
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Coverage:
+    """How many questions (grounding) or tries (multiple choice) got a usable answer.
+
+    ``answered`` + ``unparsed`` + ``refused`` + ``missing`` = ``total``; all but ``answered``
+    score as wrong (empty prediction / wrong option).
+    """
+
+    total: int
+    answered: int
+    unparsed: int
+    refused: int
+    missing: int
+
+    @property
+    def refusal_rate(self) -> float:
+        """Refused / total, as in NeMo's Table 11."""
+        return self.refused / self.total if self.total else 0.0
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class GroundingScores:
+    """Grounding metrics of one group; keys of ``recall`` and ``map`` are the tIoU thresholds."""
+
+    n_questions: int
+    n_targets: int
+    recall: Mapping[float, float]
+    map: Mapping[float, float]
+    average_map: float
+    set_tiou: float
+    coverage: Coverage
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ChoiceScores:
+    """Multiple-choice metrics of one group of samples (each sample has 4 tries).
+
+    ``accuracy_by_try[t]`` is the share of samples whose try ``t`` is right, ``accuracy`` the
+    share of all tries, ``circular_accuracy`` the share of samples with every try right.
+    """
+
+    n_samples: int
+    accuracy_by_try: tuple[float, ...]
+    accuracy: float
+    circular_accuracy: float
+    coverage: Coverage
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class VNBenchSummary:
+    """VNBench's headline: circular accuracy per task, per group (mean of its tasks), overall.
+
+    ``overall`` is the mean of the group means of the groups present (all three in a full run).
+    """
+
+    tasks: Mapping[str, float]
+    groups: Mapping[str, float]
+    overall: float
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Issue:
+    """A question (or try) that scored as wrong without a usable answer, and why."""
+
+    question_id: str
+    try_index: int | None
+    kind: IssueKind
+    reason: str
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ScoreReport:
+    """Everything :func:`needleforge.evaluate.score` measured; empty sections are empty dicts."""
+
+    grounding: Mapping[str, Mapping[str, GroundingScores]]
+    choice: Mapping[str, Mapping[str, ChoiceScores]]
+    vnbench: VNBenchSummary | None
+    issues: tuple[Issue, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-serialisable dict (threshold keys become strings such as ``"0.7"``)."""
+        return {
+            "grounding": _jsonable(self.grounding),
+            "choice": _jsonable(self.choice),
+            "vnbench": _jsonable(self.vnbench),
+            "issues": [dict(_jsonable(i), **{"try": i.try_index}) for i in self.issues],
+            "issue_counts": self.issue_counts(),
+        }
+
+    def issue_counts(self) -> dict[str, int]:
+        """How many issues of each kind (missing, unparsed, refused)."""
+        counts = {"missing": 0, "unparsed": 0, "refused": 0}
+        for issue in self.issues:
+            counts[issue.kind] += 1
+        return counts
+
+    def to_markdown(self) -> str:
+        """A short Markdown rendering: one table per section, then the first issues."""
+        parts = ["# Scores", ""]
+        if self.grounding:
+            parts += ["## Grounding", "", *_grounding_table(self.grounding), ""]
+        if self.choice:
+            parts += ["## Multiple choice", "", *_choice_table(self.choice), ""]
+        if self.vnbench is not None:
+            groups = ", ".join(f"{g} {_pct(v)}" for g, v in self.vnbench.groups.items())
+            parts += [f"**VNBench overall** {_pct(self.vnbench.overall)} ({groups})", ""]
+        counts = self.issue_counts()
+        parts.append("Issues: " + ", ".join(f"{k} {v}" for k, v in counts.items()))
+        for issue in self.issues[:_SHOWN_ISSUES]:
+            try_part = "" if issue.try_index is None else f" try {issue.try_index}"
+            parts.append(f"- `{issue.question_id}`{try_part}: {issue.kind} ({issue.reason})")
+        if len(self.issues) > _SHOWN_ISSUES:
+            parts.append(f"- … and {len(self.issues) - _SHOWN_ISSUES} more")
+        return "\n".join(parts) + "\n"
+
+
+def _jsonable(value: Any) -> Any:
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: _jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)
+                if f.name != "try_index"}
+    if isinstance(value, Mapping):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, tuple | list):
+        return [_jsonable(v) for v in value]
+    return value
+
+
+def _pct(value: float) -> str:
+    return f"{100 * value:.2f}"
+
+
+def _rows(breakdown: Breakdown) -> list[tuple[str, Any]]:
+    return [("all" if dim == "all" else f"{dim}={value}", scores)
+            for dim, values in breakdown.items() for value, scores in values.items()]
+
+
+def _grounding_table(breakdown: Mapping[str, Mapping[str, GroundingScores]]) -> list[str]:
+    first = next(iter(next(iter(breakdown.values())).values()))
+    recall_cols = [f"R@1x {t}" for t in first.recall]
+    head = ["group", "n", *recall_cols, "avg mAP", "tIoU", "refused", "unparsed", "missing"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for name, s in _rows(breakdown):
+        cov = s.coverage
+        cells = [name, str(s.n_questions), *(_pct(v) for v in s.recall.values()),
+                 _pct(s.average_map), _pct(s.set_tiou), str(cov.refused), str(cov.unparsed),
+                 str(cov.missing)]
+        lines.append("| " + " | ".join(cells) + " |")
+    return lines
+
+
+def _choice_table(breakdown: Mapping[str, Mapping[str, ChoiceScores]]) -> list[str]:
+    head = ["group", "samples", "try 0", "try 1", "try 2", "try 3", "accuracy", "circular",
+            "refused", "unparsed", "missing"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for name, s in _rows(breakdown):
+        cov = s.coverage
+        cells = [name, str(s.n_samples), *(_pct(v) for v in s.accuracy_by_try),
+                 _pct(s.accuracy), _pct(s.circular_accuracy), str(cov.refused),
+                 str(cov.unparsed), str(cov.missing)]
+        lines.append("| " + " | ".join(cells) + " |")
+    return lines
