@@ -26,7 +26,9 @@ class Segment(_Record):
     """One piece of a montage: ``[src_start_s, src_end_s)`` of scene ``scene_id``.
 
     ``montage_start_s`` is where it starts in the montage; ``needle_index`` numbers the target
-    segments of one question (0, 1, …) and is None for negatives.
+    segments of one question (0, 1, …) and is None for negatives. ``target_id`` names the
+    target (scene or object id) a target segment belongs to, so a long montage can carry the
+    needles of several questions; None means "the montage's only target".
     """
 
     position: int
@@ -37,9 +39,12 @@ class Segment(_Record):
     montage_start_s: float
     role: Role
     needle_index: int | None = None
+    target_id: str | None = None
 
     def __post_init__(self) -> None:
         _check(self.position >= 0, f"position = {self.position} must be >= 0")
+        _check(self.role == "target" or self.target_id is None,
+               f"segment {self.position}: a negative carries no target_id")
         _finite_nonneg("src_start_s", self.src_start_s)
         _finite_nonneg("montage_start_s", self.montage_start_s)
         _check(self.src_end_s > self.src_start_s,
@@ -85,9 +90,14 @@ class Montage(_Record):
     def duration_s(self) -> float:
         return self.segments[-1].montage_end_s
 
-    def target_spans(self) -> list[tuple[float, float]]:
-        """``(start_s, end_s)`` in the montage of every target segment, in needle order."""
-        targets = sorted((s for s in self.segments if s.role == "target"),
+    def target_spans(self, target_id: str | None = None) -> list[tuple[float, float]]:
+        """``(start_s, end_s)`` in the montage of the target segments, in needle order.
+
+        With ``target_id``, only the segments of that target (a montage with several targets
+        answers each question separately); without, every target segment.
+        """
+        targets = sorted((s for s in self.segments if s.role == "target"
+                          and (target_id is None or s.target_id == target_id)),
                          key=lambda s: (s.needle_index or 0))
         return [(s.montage_start_s, s.montage_end_s) for s in targets]
 

@@ -30,9 +30,9 @@ def upsert_montages(con: duckdb.DuckDBPyConnection, montages: Iterable[Montage])
             [m.montage_id, m.bucket, m.duration_s, len(m.segments), m.seed],
         )
         con.executemany(
-            "INSERT INTO montage_segments VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO montage_segments VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [(m.montage_id, s.position, s.video_id, s.scene_id, s.src_start_s, s.src_end_s,
-              s.montage_start_s, s.role, s.needle_index) for s in m.segments],
+              s.montage_start_s, s.role, s.needle_index, s.target_id) for s in m.segments],
         )
 
 
@@ -60,7 +60,8 @@ def load_montages(con: duckdb.DuckDBPyConnection) -> list[Montage]:
     segments: dict[str, list[Segment]] = defaultdict(list)
     for row in con.execute(
         "SELECT montage_id, position, video_id, scene_id, src_start_s, src_end_s, "
-        "montage_start_s, role, needle_index FROM montage_segments ORDER BY montage_id, position"
+        "montage_start_s, role, needle_index, target_id FROM montage_segments "
+        "ORDER BY montage_id, position"
     ).fetchall():
         segments[row[0]].append(Segment(*row[1:]))
     return [

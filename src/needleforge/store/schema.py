@@ -141,6 +141,7 @@ _V3 = (
         montage_start_s DOUBLE NOT NULL,
         role            VARCHAR NOT NULL,
         needle_index    INTEGER,
+        target_id       VARCHAR,
         PRIMARY KEY (montage_id, position)
     )
     """,
