@@ -205,6 +205,41 @@ def represent(db: DbOption = DEFAULT_DB, params_path: ParamsOption = None) -> No
 
 @app.command()
 @_user_errors
+def render(
+    db: DbOption = DEFAULT_DB,
+    out: Annotated[Path, typer.Option("--out", help="Folder for <montage_id>.mp4 files.",
+                                      file_okay=False)] = Path("data/render"),
+    cache_dir: Annotated[
+        Path | None,
+        typer.Option("--cache", help="Scene-clip cache (default: <out>/.cache).",
+                     file_okay=False),
+    ] = None,
+    params_path: ParamsOption = None,
+) -> None:
+    """Render montage plans: each scene encoded once, montages joined by stream copy."""
+    from needleforge.render import render_montages
+    from needleforge.store import Store
+
+    params = _params(params_path)
+    with Store(db, read_only=True) as store:
+        montages = store.montages()
+        scenes_by_id = {s.scene_id: s for s in store.scenes()}
+        videos_by_id = {v.video_id: v for v in store.videos()}
+    with console.status(f"rendering {len(montages)} montage(s)…"):
+        report = render_montages(montages, scenes_by_id=scenes_by_id,
+                                 videos_by_id=videos_by_id, out_dir=out,
+                                 cache_dir=cache_dir or out / ".cache", params=params.render)
+    skipped = sum(1 for m in report.montages if m.skipped)
+    console.print(
+        f"rendered {len(report.montages) - skipped} montage(s) into {out} ({skipped} already "
+        f"current); scene clips: {report.cache_misses} encoded, {report.cache_hits} reused; "
+        f"encode {report.encode_cpu_s:.1f} CPU s, join {report.join_cpu_s:.1f} CPU s, "
+        f"{report.wall_s:.1f} s wall"
+    )
+
+
+@app.command()
+@_user_errors
 def score(
     questions: Annotated[Path, typer.Option("--questions", help="Release questions.jsonl.",
                                             dir_okay=False)],

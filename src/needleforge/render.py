@@ -1,0 +1,275 @@
+"""The render stage: montage plans become mp4 files (DESIGN, "Rendering — the performance core").
+
+Every scene a montage uses is encoded **once** into the normalized scene-clip cache
+(:mod:`needleforge.media.cache`), over ``params.workers`` threads (each encode is one
+single-threaded ffmpeg child); each montage is then joined from those clips by stream copy
+(:func:`needleforge.media.render.render_montage`), so the encode cost grows with the source
+hours used, not with the montage hours produced.
+
+A segment ``[src_start_s, src_end_s)`` of scene ``S`` becomes the piece
+``(clip of S, offset = src_start_s - S.start_s, duration = src_end_s - src_start_s)``. The
+offset must be a whole number of seconds (the planner guarantees it: the clip has a keyframe
+there) and the segment must lie inside its scene; both are checked for every montage before
+anything is encoded. Outputs are ``<out_dir>/<montage_id>.mp4`` with a sidecar
+``<montage_id>.json`` holding the plan hash (plan, scene bounds, source hashes, profile): a
+montage whose video and sidecar match is skipped. The first failure stops the stage; montages
+finished before it stay and are skipped by the rerun.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
+from pathlib import Path
+from typing import TypeVar
+
+from needleforge.config import RenderParams
+from needleforge.errors import MediaError
+from needleforge.media.cache import CACHE_VERSION, ClipResult, ClipSpec, SceneClipCache
+from needleforge.media.render import OFFSET_TOL_S, Piece, RenderedVideo, render_montage
+from needleforge.records import Montage, Scene, Video
+
+_T = TypeVar("_T")
+_U = TypeVar("_U")
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class MontageRender:
+    """One montage's outcome.
+
+    ``cache_misses`` counts the scene clips first encoded for this montage in this run and
+    ``encode_cpu_s`` their ffmpeg CPU seconds; ``cache_hits`` the clips it reused (cached
+    before, or encoded for an earlier montage of the run). ``join_cpu_s`` is the CPU time of
+    the stream-copy join, ``wall_s`` the wall time of the join and its verification. A
+    skipped montage (already rendered from the same plan) has zeros.
+    """
+
+    montage_id: str
+    path: Path
+    duration_s: float
+    n_frames: int
+    skipped: bool
+    cache_hits: int
+    cache_misses: int
+    encode_cpu_s: float
+    join_cpu_s: float
+    wall_s: float
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class RenderReport:
+    """What a render run did.
+
+    ``cache_hits``/``cache_misses`` count the distinct scene clips the run needed that were
+    already cached / that it encoded; ``encode_cpu_s`` is those encodes' ffmpeg CPU seconds
+    and ``join_cpu_s`` the joins' (muxing thread + any ffmpeg child); ``wall_s`` the whole run.
+    """
+
+    montages: tuple[MontageRender, ...]
+    cache_hits: int
+    cache_misses: int
+    encode_cpu_s: float
+    join_cpu_s: float
+    wall_s: float
+
+    @property
+    def cpu_s(self) -> float:
+        """All ffmpeg CPU seconds of the run (cache encodes + joins)."""
+        return self.encode_cpu_s + self.join_cpu_s
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Job:
+    """A montage to render: its pieces as clip specs, and its plan hash."""
+
+    montage: Montage
+    specs: tuple[tuple[ClipSpec, float, float], ...]  # (clip, offset_s, duration_s)
+    plan_hash: str
+
+
+def render_montages(
+    montages: Sequence[Montage],
+    *,
+    scenes_by_id: Mapping[str, Scene],
+    videos_by_id: Mapping[str, Video],
+    out_dir: Path,
+    cache_dir: Path,
+    params: RenderParams,
+) -> RenderReport:
+    """Render every montage to ``<out_dir>/<montage_id>.mp4`` (see module docstring).
+
+    Raises :class:`MediaError` naming the montage and segment when a segment's scene or video
+    is unknown, crosses its scene's end, or starts at a non-integer offset into its scene,
+    or when two montages share an id;
+    naming the video id and path when a source file that must be encoded is missing; and
+    naming the montage when ffmpeg fails or an output does not match its plan.
+    """
+    start = time.perf_counter()
+    ids = [m.montage_id for m in montages]
+    repeated = sorted({i for i in ids if ids.count(i) > 1})
+    if repeated:
+        raise MediaError(f"montage ids must be unique (one output file each); repeated: "
+                         f"{repeated}")
+    jobs = [_job(m, scenes_by_id=scenes_by_id, videos_by_id=videos_by_id, params=params)
+            for m in montages]
+    out_dir.mkdir(parents=True, exist_ok=True)
+    todo = [j for j in jobs if not _is_current(j, out_dir)]
+    cache = SceneClipCache(cache_dir, profile=params)
+    owners = _first_users(todo)
+    _check_sources(owners, cache=cache, videos_by_id=videos_by_id)
+    clips = _parallel(cache.ensure, list(owners), workers=params.workers)
+    renders = _parallel(lambda job: _render_one(job, clips, out_dir=out_dir, params=params),
+                        todo, workers=params.workers)
+    rows = {job.montage.montage_id: _row(job, renders[job], clips, owners) for job in todo}
+    results = tuple(rows.get(j.montage.montage_id) or _skipped(j, out_dir) for j in jobs)
+    return RenderReport(
+        montages=results,
+        cache_hits=sum(1 for r in clips.values() if r.hit),
+        cache_misses=sum(1 for r in clips.values() if not r.hit),
+        encode_cpu_s=sum(r.cpu_s for r in clips.values()),
+        join_cpu_s=sum(r.join_cpu_s for r in results),
+        wall_s=time.perf_counter() - start,
+    )
+
+
+def _job(
+    montage: Montage,
+    *,
+    scenes_by_id: Mapping[str, Scene],
+    videos_by_id: Mapping[str, Video],
+    params: RenderParams,
+) -> _Job:
+    """Check a montage's segments against their scenes and turn them into clip pieces."""
+    specs: list[tuple[ClipSpec, float, float]] = []
+    facts: list[list[object]] = []
+    for seg in montage.segments:
+        where = f"montage {montage.montage_id}, segment {seg.position}"
+        scene = scenes_by_id.get(seg.scene_id)
+        if scene is None or scene.video_id != seg.video_id:
+            raise MediaError(f"{where}: scene {seg.scene_id} of video {seg.video_id} is not "
+                             "among the stored scenes")
+        video = videos_by_id.get(scene.video_id)
+        if video is None:
+            raise MediaError(f"{where}: video {scene.video_id} is not among the stored videos")
+        if (seg.src_start_s < scene.start_s - OFFSET_TOL_S
+                or seg.src_end_s > scene.end_s + OFFSET_TOL_S):
+            raise MediaError(f"{where}: [{seg.src_start_s}, {seg.src_end_s}) crosses the "
+                             f"bounds of scene {scene.scene_id} [{scene.start_s}, "
+                             f"{scene.end_s}); a segment must lie inside one scene")
+        offset_s = seg.src_start_s - scene.start_s
+        if abs(offset_s - round(offset_s)) > OFFSET_TOL_S:
+            raise MediaError(f"{where}: starts {offset_s:.3f} s into scene {scene.scene_id}; "
+                             "segments must start a whole number of seconds into their scene "
+                             "(where the cached clip has a keyframe)")
+        spec = ClipSpec(source=Path(video.stored_path), start_s=scene.start_s,
+                        end_s=scene.end_s, source_id=video.sha256)
+        specs.append((spec, float(round(offset_s)), seg.duration_s))
+        facts.append([scene.scene_id, scene.start_s, scene.end_s, video.sha256])
+    plan = [seg.to_dict() for seg in montage.segments]
+    payload = {"engine": CACHE_VERSION, "id": montage.montage_id, "plan": plan, "scenes": facts,
+               "profile": params.model_dump(mode="json", exclude={"workers"})}
+    plan_hash = hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
+    return _Job(montage=montage, specs=tuple(specs), plan_hash=plan_hash)
+
+
+def _paths(job: _Job, out_dir: Path) -> tuple[Path, Path]:
+    base = out_dir / job.montage.montage_id
+    return base.with_suffix(".mp4"), base.with_suffix(".json")
+
+
+def _is_current(job: _Job, out_dir: Path) -> bool:
+    """True when the montage's video exists and its sidecar records the same plan hash."""
+    video, sidecar = _paths(job, out_dir)
+    if not (video.is_file() and sidecar.is_file()):
+        return False
+    try:
+        return bool(json.loads(sidecar.read_text("utf-8")).get("plan_hash") == job.plan_hash)
+    except (OSError, ValueError, AttributeError):
+        return False  # an unreadable sidecar means "render again"
+
+
+def _first_users(jobs: Iterable[_Job]) -> dict[ClipSpec, str]:
+    """Every clip the jobs need, in order of first use, with the montage that uses it first."""
+    owners: dict[ClipSpec, str] = {}
+    for job in jobs:
+        for spec, _, _ in job.specs:
+            owners.setdefault(spec, job.montage.montage_id)
+    return owners
+
+
+def _check_sources(
+    owners: Mapping[ClipSpec, str], *, cache: SceneClipCache, videos_by_id: Mapping[str, Video]
+) -> None:
+    """Fail before encoding anything when a source that must be encoded has vanished."""
+    by_path = {Path(v.stored_path): v.video_id for v in videos_by_id.values()}
+    for spec, montage_id in owners.items():
+        if not cache.path_for(spec).is_file() and not spec.source.is_file():
+            raise MediaError(f"video {by_path.get(spec.source, '?')}: source file "
+                             f"{spec.source} not found (needed by montage {montage_id})")
+
+
+def _parallel(fn: Callable[[_T], _U], items: Sequence[_T], *, workers: int) -> dict[_T, _U]:
+    """``{item: fn(item)}`` over a thread pool; the first exception cancels the rest."""
+    if not items:
+        return {}
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        futures: dict[Future[_U], _T] = {pool.submit(fn, item): item for item in items}
+        done, pending = wait(futures, return_when=FIRST_EXCEPTION)
+        for future in pending:
+            future.cancel()
+        for future in done:
+            error = future.exception()
+            if error is not None:
+                raise error
+    return {item: future.result() for future, item in futures.items()}
+
+
+def _render_one(
+    job: _Job, clips: Mapping[ClipSpec, ClipResult], *, out_dir: Path, params: RenderParams
+) -> tuple[RenderedVideo, float]:
+    """Join one montage, then write its sidecar; returns the video and the wall seconds."""
+    start = time.perf_counter()
+    video, sidecar = _paths(job, out_dir)
+    pieces = [Piece(clips[spec].path, offset_s, duration_s)
+              for spec, offset_s, duration_s in job.specs]
+    rendered = render_montage(pieces, video, profile=params, name=job.montage.montage_id)
+    record = {"montage_id": job.montage.montage_id, "plan_hash": job.plan_hash,
+              "n_frames": rendered.n_frames, "duration_s": rendered.duration_s,
+              "profile": params.model_dump(mode="json", exclude={"workers"})}
+    tmp = sidecar.with_name(f".{sidecar.name}.{os.getpid()}")
+    tmp.write_text(json.dumps(record, indent=2, sort_keys=True) + "\n", "utf-8")
+    tmp.replace(sidecar)
+    return rendered, time.perf_counter() - start
+
+
+def _row(
+    job: _Job,
+    outcome: tuple[RenderedVideo, float],
+    clips: Mapping[ClipSpec, ClipResult],
+    owners: Mapping[ClipSpec, str],
+) -> MontageRender:
+    rendered, wall_s = outcome
+    used = dict.fromkeys(spec for spec, _, _ in job.specs)
+    mine = [s for s in used if owners[s] == job.montage.montage_id and not clips[s].hit]
+    return MontageRender(
+        montage_id=job.montage.montage_id, path=rendered.path, duration_s=rendered.duration_s,
+        n_frames=rendered.n_frames, skipped=False, cache_hits=len(used) - len(mine),
+        cache_misses=len(mine), encode_cpu_s=sum(clips[s].cpu_s for s in mine),
+        join_cpu_s=rendered.cpu_s, wall_s=wall_s,
+    )
+
+
+def _skipped(job: _Job, out_dir: Path) -> MontageRender:
+    video, sidecar = _paths(job, out_dir)
+    record = json.loads(sidecar.read_text("utf-8"))
+    return MontageRender(
+        montage_id=job.montage.montage_id, path=video,
+        duration_s=float(record.get("duration_s", job.montage.duration_s)),
+        n_frames=int(record.get("n_frames", 0)), skipped=True, cache_hits=0, cache_misses=0,
+        encode_cpu_s=0.0, join_cpu_s=0.0, wall_s=0.0,
+    )
