@@ -9,6 +9,7 @@ This module is a leaf: it imports only :mod:`needleforge.errors`.
 from __future__ import annotations
 
 import datetime as dt
+import math
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -230,6 +231,190 @@ class RenderParams(_Section):
     workers: Annotated[int, Field(ge=1, le=64)] = 2
 
 
+class ReleaseParams(_Section):
+    """What ``needleforge release`` puts in ``releases/<name>/`` and how.
+
+    Only questions whose verdicts passed are released: with ``require_all_verdicts`` every
+    verifier that judged a question must have passed it (else one pass is enough). A question
+    no verifier judged is left out unless ``include_unverified``; a failed one never ships.
+    ``include_videos`` copies the rendered montages in (``link_mode``: a hard link, falling back
+    to a copy across file systems, or always a copy); without it, or without renders, the
+    release ships plans only. ``top_n_labels`` and ``histogram_bins`` shape the card's plots.
+    ``release_date`` is the only date a release carries (none by default), so building the
+    same inputs twice gives byte-identical files.
+    """
+
+    title: Annotated[str, Field(min_length=1)] = "needleforge benchmark"
+    include_videos: bool = True
+    include_unverified: bool = False
+    require_all_verdicts: bool = True
+    link_mode: Literal["hardlink", "copy"] = "hardlink"
+    top_n_labels: Annotated[int, Field(ge=1, le=200)] = 20
+    histogram_bins: Annotated[int, Field(ge=1, le=200)] = 20
+    release_date: dt.date | None = None
+
+
+class QualityParams(_Section):
+    """The quality gate (``needleforge validate``): thresholds of the GX suites.
+
+    ``min_pass_rate`` is the share of verification verdicts that must pass (a verifier that
+    rejects most questions signals a broken describer). Licences are checked against
+    ``as_of`` (None = today, UTC) and must grant every scope in ``required_scopes``.
+    Time columns that must be equal (scenes and segments tiling, spans inside a video) may
+    differ by ``tolerance_s``; every piece of a multi-needle answer lasts at least
+    ``min_piece_s``. Each failure names at most ``max_examples`` offending rows.
+    """
+
+    min_pass_rate: Annotated[float, Field(ge=0, le=1)] = 0.5
+    as_of: dt.date | None = None
+    required_scopes: list[Annotated[str, Field(min_length=1)]] = Field(
+        default_factory=lambda: ["benchmark"]
+    )
+    tolerance_s: Annotated[float, Field(ge=0, le=1)] = 1e-6
+    min_piece_s: Annotated[float, Field(ge=0)] = 2.0
+    max_examples: Annotated[int, Field(ge=1, le=100)] = 5
+
+    def today(self) -> dt.date:
+        """The day licences are checked against: ``as_of`` when set, else today (UTC)."""
+        return self.as_of or dt.datetime.now(dt.UTC).date()
+
+
+class CellCaps(_Section):
+    """How many expanded questions one bucket x needle-count row gets, per needle type.
+
+    ``-1`` = as many as the verified short questions allow, ``0`` = none, ``N`` = at most N.
+    """
+
+    object: Annotated[int, Field(ge=-1)] = -1
+    scene: Annotated[int, Field(ge=-1)] = -1
+
+
+class BucketCaps(_Section):
+    """Caps of one montage bucket: single-needle and multi-needle rows."""
+
+    single: CellCaps = Field(default_factory=CellCaps)
+    multi: CellCaps = Field(default_factory=CellCaps)
+
+
+class ExpandParams(_Section):
+    """NeMo Stage 3 (``needleforge expand``): short → medium → long, single → multi-needle.
+
+    Medium montages draw their length uniformly from ``[medium_min_s, medium_max_s]`` (inside
+    150–900 s) and long ones from ``[long_min_s, long_max_s]`` (past 900 s); a medium montage
+    carries up to ``medium_targets`` targets of one video, a long one up to ``long_targets``
+    of one program (seed 001, App. D.3: 8.11 QA per long montage). A target lasting more than
+    ``min_multi_target_s`` may become a multi-needle question: cut on the whole-second grid
+    into pieces of at least ``min_piece_s`` (at most ``max_pieces``; None = as many as fit).
+    ``short_multi``/``medium``/``long`` cap the questions of each row and needle type.
+    """
+
+    seed: int = 0
+    medium_min_s: Annotated[float, Field(ge=150, le=900)] = 150.0
+    medium_max_s: Annotated[float, Field(ge=150, le=900)] = 900.0
+    long_min_s: Annotated[float, Field(gt=900)] = 930.0
+    long_max_s: Annotated[float, Field(gt=900)] = 1800.0
+    medium_targets: Annotated[int, Field(ge=1, le=64)] = 1
+    long_targets: Annotated[int, Field(ge=1, le=64)] = 8
+    short_multi: CellCaps = Field(default_factory=CellCaps)
+    medium: BucketCaps = Field(default_factory=BucketCaps)
+    long: BucketCaps = Field(default_factory=BucketCaps)
+    min_piece_s: Annotated[float, Field(gt=0, le=60)] = 2.0
+    min_multi_target_s: Annotated[float, Field(gt=0)] = 6.0
+    max_pieces: Annotated[int, Field(ge=2)] | None = None
+
+    @model_validator(mode="after")
+    def _ranges(self) -> ExpandParams:
+        for name in ("medium", "long"):
+            low, high = getattr(self, f"{name}_min_s"), getattr(self, f"{name}_max_s")
+            if high < low:
+                raise ValueError(f"{name}_max_s = {high} must be >= {name}_min_s = {low}")
+        # The first piece is a whole number of seconds (cuts fall on keyframes), the last
+        # takes the rest: a target must fit both, or multi-needle could never split it.
+        fit = math.ceil(self.min_piece_s - 1e-9) + self.min_piece_s
+        if self.min_multi_target_s < fit:
+            raise ValueError(f"min_multi_target_s = {self.min_multi_target_s} must be >= "
+                             f"{fit} (two pieces of min_piece_s = {self.min_piece_s}, the "
+                             f"first a whole number of seconds)")
+        return self
+
+
+#: The nine VNBench subtasks (seed 000, Table 1), named as the scorer groups them (ret/ord/cnt).
+VNBenchTask = Literal["ret_edit1", "ret_insert1", "ret_insert2", "ord_edit1", "ord_insert1",
+                      "ord_insert2", "cnt_edit1", "cnt_edit2", "cnt_insert1"]
+_VNBENCH_TASKS: tuple[VNBenchTask, ...] = (
+    "ret_edit1", "ret_insert1", "ret_insert2", "ord_edit1", "ord_insert1", "ord_insert2",
+    "cnt_edit1", "cnt_edit2", "cnt_insert1",
+)
+_FFMPEG_COLOUR = r"^(#|0x)?[A-Za-z0-9]{1,32}(@(0(\.[0-9]+)?|1(\.0+)?))?$"
+
+
+class VNBenchParams(_Section):
+    """VNBench generation (``needleforge vnbench``): VideoNIAH needles in haystacks (seed 000).
+
+    Each of ``samples_per_subtask`` haystacks (whole seconds of an ingested video, length drawn
+    from ``[min_haystack_s, max_haystack_s]``) carries one sample of every task in ``tasks``,
+    as in the paper (nine samples per haystack). ``include_long`` adds retrieval and ordering
+    on ``long_samples`` haystacks of ``[long_min_s, long_max_s]``; ``include_act`` adds
+    retrieval, ordering and counting of inserted action clips (``clip_needle_s`` long).
+    Counting-E1 and Counting-I place ``count_min``..``count_max`` needles; wrong counting
+    options are drawn from a normal around the truth with ``count_sigma``. A needle image is
+    dropped for a haystack when its embedding similarity to any of ``filter_frames`` sampled
+    haystack frames exceeds ``similarity_threshold`` (``embedder`` names the backend).
+    Image needles come from folders ``<category>/<label>/<image>`` (``image_set_dirs``), the
+    package-built set (``builtin_images``) and, optionally, Debian's Tux Paint stamps
+    (``tuxpaint_dir``); level-1 (common) and level-2 (hard) subtasks draw from the categories
+    listed. ``font_path`` (default: matplotlib's DejaVu Sans) draws subtitles ``text_size_frac``
+    of the frame height tall in ``text_colour`` with a ``border_colour`` outline.
+    """
+
+    seed: int = 0
+    samples_per_subtask: Annotated[int, Field(ge=1, le=100_000)] = 10
+    tasks: list[VNBenchTask] = Field(default_factory=lambda: list(_VNBENCH_TASKS))
+    min_haystack_s: Annotated[int, Field(ge=4, le=36_000)] = 10
+    max_haystack_s: Annotated[int, Field(ge=4, le=36_000)] = 180
+    include_long: bool = False
+    long_samples: Annotated[int, Field(ge=1, le=100_000)] = 2
+    long_min_s: Annotated[int, Field(ge=10, le=36_000)] = 600
+    long_max_s: Annotated[int, Field(ge=10, le=36_000)] = 1800
+    include_act: bool = False
+    clip_needle_s: Annotated[int, Field(ge=1, le=10)] = 2
+    count_min: Annotated[int, Field(ge=1, le=50)] = 1
+    count_max: Annotated[int, Field(ge=1, le=50)] = 5
+    count_sigma: Annotated[float, Field(gt=0, le=50)] = 2.0
+    similarity_threshold: Annotated[float, Field(ge=-1, le=1)] = 0.7
+    filter_frames: Annotated[int, Field(ge=1, le=256)] = 8
+    embedder: Annotated[str, Field(min_length=1)] = "embedded"
+    embedder_options: dict[str, str | int | float | bool] = Field(default_factory=dict)
+    builtin_images: bool = True
+    image_set_dirs: list[Annotated[str, Field(min_length=1)]] = Field(default_factory=list)
+    tuxpaint_dir: Annotated[str, Field(min_length=1)] | None = None
+    level1_categories: list[Annotated[str, Field(min_length=1)]] = Field(
+        default_factory=lambda: ["fruit", "animal", "object"])
+    level2_categories: list[Annotated[str, Field(min_length=1)]] = Field(
+        default_factory=lambda: ["landmark"])
+    builtin_clips: bool = True
+    clip_set_dirs: list[Annotated[str, Field(min_length=1)]] = Field(default_factory=list)
+    font_path: Annotated[str, Field(min_length=1)] | None = None
+    text_size_frac: Annotated[float, Field(gt=0, le=0.5)] = 0.07
+    text_colour: Annotated[str, Field(pattern=_FFMPEG_COLOUR)] = "white"
+    border_colour: Annotated[str, Field(pattern=_FFMPEG_COLOUR)] = "black"
+
+    @model_validator(mode="after")
+    def _ranges(self) -> VNBenchParams:
+        pairs = (("min_haystack_s", "max_haystack_s"), ("long_min_s", "long_max_s"),
+                 ("count_min", "count_max"))
+        for low_name, high_name in pairs:
+            low, high = getattr(self, low_name), getattr(self, high_name)
+            if high < low:
+                raise ValueError(f"{high_name} = {high} must be >= {low_name} = {low}")
+        if not self.tasks and not (self.include_long or self.include_act):
+            raise ValueError("tasks is empty and neither include_long nor include_act is set")
+        repeated = sorted({t for t in self.tasks if self.tasks.count(t) > 1})
+        if repeated:
+            raise ValueError(f"tasks lists {repeated} more than once")
+        return self
+
+
 class Params(_Section):
     """The whole ``params.yaml``."""
 
@@ -239,6 +424,10 @@ class Params(_Section):
     objects: ObjectParams = Field(default_factory=ObjectParams)
     nemo: NemoParams = Field(default_factory=NemoParams)
     render: RenderParams = Field(default_factory=RenderParams)
+    expand: ExpandParams = Field(default_factory=ExpandParams)
+    quality: QualityParams = Field(default_factory=QualityParams)
+    release: ReleaseParams = Field(default_factory=ReleaseParams)
+    vnbench: VNBenchParams = Field(default_factory=VNBenchParams)
 
 
 class ParamsError(ConfigError):

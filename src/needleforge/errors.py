@@ -50,3 +50,13 @@ class BackendError(NeedleforgeError):
 
 class EvaluationError(NeedleforgeError):
     """A questions or predictions file cannot be scored (bad line, unknown id, NaN, duplicate)."""
+
+
+class NemoError(NeedleforgeError):
+    """NeMo generation inputs are inconsistent (a tag or object of an unknown scene, a bad seed,
+    a describer that wrote the wrong kind of needle)."""
+
+
+class ReleaseError(NeedleforgeError):
+    """A release cannot be built: nothing to release, a missing render, a name already taken,
+    an unreadable previous release; the message names the montage, question or path."""

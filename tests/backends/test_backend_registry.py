@@ -40,10 +40,13 @@ def test_a_new_registry_is_empty() -> None:
 
 def test_default_registry_has_the_shipped_backends() -> None:
     registry = default_registry()
-    assert registry.families() == ("tagger", "detector", "text_reader")
+    assert registry.families() == ("tagger", "detector", "text_reader", "describer",
+                                   "verifier")
     assert registry.names("tagger") == ("embedded", "hf", "hf_vlm", "ram_plus")
     assert registry.names("detector") == ("embedded",)
     assert registry.names("text_reader") == ("embedded",)
+    assert registry.names("describer") == ("embedded", "hf_vlm", "openai_http")
+    assert registry.names("verifier") == ("embedded", "hf_vlm", "openai_http")
 
 
 def test_registries_are_independent_objects() -> None:
@@ -64,7 +67,8 @@ def test_create_passes_options_to_the_factory() -> None:
 
 
 def test_unknown_family_lists_the_known_families() -> None:
-    expected = r"unknown backend family 'embeder'; known: tagger, detector, text_reader"
+    expected = (r"unknown backend family 'embeder'; known: tagger, detector, text_reader, "
+                r"describer, verifier")
     with pytest.raises(BackendError, match=expected):
         default_registry().create("embeder", "embedded")
 

@@ -1,48 +1,45 @@
-"""The describer/verifier registry and the ``nemo`` params section."""
+"""The describer/verifier families of the backend registry and the ``nemo`` params section."""
 
 from __future__ import annotations
 
 import pytest
 from nemo_cases import corpus
 
+from needleforge.backends import Registry, default_registry
+from needleforge.backends.embedded.writer import EmbeddedDescriber, EmbeddedVerifier
+from needleforge.backends.writer_prompts import choose_template
+from needleforge.backends.writing import TargetView, WrittenNeedle
 from needleforge.config import NemoParams, ParamsError, parse_params
 from needleforge.errors import BackendError
-from needleforge.nemo import (
-    EmbeddedDescriber,
-    EmbeddedVerifier,
-    NemoRegistry,
-    TargetView,
-    WrittenNeedle,
-    build_backends,
-    default_nemo_registry,
-)
-from needleforge.nemo.templates import choose_template
+from needleforge.nemo import build_backends
 
 
 def test_registry_is_explicit_and_names_what_it_knows() -> None:
-    empty = NemoRegistry()
+    empty = Registry()
     assert empty.names("describer") == () and empty.names("verifier") == ()
     with pytest.raises(BackendError, match=r"unknown describer backend 'embedded'; known: "
                                            r"\(none registered\)"):
-        empty.describer("embedded")
-    registry = default_nemo_registry()
-    assert registry.names("describer") == ("embedded",) == registry.names("verifier")
-    with pytest.raises(BackendError, match="unknown verifier backend 'gpt'; known: embedded"):
-        registry.verifier("gpt")
-    with pytest.raises(BackendError, match="unknown backend family 'tagger'"):
-        registry.names("tagger")  # type: ignore[arg-type]
+        empty.create("describer", "embedded")
+    registry = default_registry()
+    expected = ("embedded", "hf_vlm", "openai_http")
+    assert registry.names("describer") == expected == registry.names("verifier")
+    with pytest.raises(BackendError, match="unknown verifier backend 'gpt'; known: embedded, "
+                                           "hf_vlm, openai_http"):
+        registry.create("verifier", "gpt")
+    with pytest.raises(BackendError, match="unknown backend family 'writer'"):
+        registry.names("writer")
     with pytest.raises(BackendError, match="already registered"):
         registry.register("describer", "embedded", EmbeddedDescriber)
     with pytest.raises(BackendError, match=r"bad options \['temperature'\].*accepted: seed"):
-        registry.describer("embedded", temperature=0.2)
-    registry.register("verifier", "wrong", EmbeddedDescriber)
+        registry.create("describer", "embedded", temperature=0.2)
+    registry.register("verifier", "wrong", EmbeddedDescriber)  # type: ignore[call-overload]
     with pytest.raises(BackendError, match="does not implement Verifier"):
-        registry.verifier("wrong")
+        registry.create("verifier", "wrong")
 
 
 def test_build_backends_shares_the_stage_seed_and_options() -> None:
     params = NemoParams(seed=9, describer_options={"max_objects": 1})
-    describer, verifier = build_backends(params, registry=default_nemo_registry())
+    describer, verifier = build_backends(params, registry=default_registry())
     assert isinstance(describer, EmbeddedDescriber) and isinstance(verifier, EmbeddedVerifier)
     c = corpus()
     cat = c.objects[0]
@@ -53,7 +50,7 @@ def test_build_backends_shares_the_stage_seed_and_options() -> None:
     assert written.template_id == choose_template("object", key=cat.object_id, seed=9)[0]
     params = NemoParams(verifier="nope")
     with pytest.raises(BackendError, match="unknown verifier backend 'nope'"):
-        build_backends(params, registry=default_nemo_registry())
+        build_backends(params, registry=default_registry())
 
 
 def test_nemo_params_are_checked() -> None:

@@ -5,18 +5,9 @@ from __future__ import annotations
 import pytest
 from nemo_cases import make_scene, make_tag, make_track
 
-from needleforge.nemo import (
-    OBJECT_TEMPLATES,
-    SCENE_TEMPLATES,
-    EmbeddedDescriber,
-    EmbeddedVerifier,
-    SceneView,
-    Skip,
-    TargetView,
-    VerifyRequest,
-    WrittenNeedle,
-)
-from needleforge.nemo.templates import choose_template
+from needleforge.backends.embedded.writer import EmbeddedDescriber, EmbeddedVerifier
+from needleforge.backends.writer_prompts import OBJECT_TEMPLATES, SCENE_TEMPLATES, choose_template
+from needleforge.backends.writing import SceneView, Skip, TargetView, VerifyRequest, WrittenNeedle
 from needleforge.records import NeedleType, ObjectTrack, Scene
 
 CAT_SCENE = make_scene(0, 0.0, 9.0, subtitle="The secret word is marmalade, said the cat.")

@@ -9,16 +9,10 @@ import numpy as np
 import pytest
 from nemo_cases import corpus, make_scene, make_tag, make_track, make_video, params, tile
 
-from needleforge.nemo import (
-    EmbeddedDescriber,
-    EmbeddedVerifier,
-    GenerationResult,
-    NemoError,
-    Skip,
-    TargetView,
-    WrittenNeedle,
-    generate,
-)
+from needleforge.backends.embedded.writer import EmbeddedDescriber, EmbeddedVerifier
+from needleforge.backends.writing import Keyframe, Skip, TargetView, WrittenNeedle
+from needleforge.errors import NemoError
+from needleforge.nemo import GenerationResult, generate
 from needleforge.records import NeedleType, Scene
 from needleforge.store import Store
 
@@ -110,9 +104,9 @@ def test_ambiguous_needles_get_failing_verdicts_and_are_not_releasable() -> None
 def test_keyframes_reach_the_backends() -> None:
     seen: list[str] = []
 
-    def frames(scene: Scene) -> list[np.ndarray]:
+    def frames(scene: Scene) -> list[Keyframe]:
         seen.append(scene.scene_id)
-        return [np.zeros((4, 4, 3), dtype=np.uint8)]
+        return [Keyframe(scene.start_s, np.zeros((4, 4, 3), dtype=np.uint8))]
 
     class Counting(EmbeddedDescriber):
         views: list[int] = []  # noqa: RUF012 (test-only record of what it saw)

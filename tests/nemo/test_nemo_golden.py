@@ -15,14 +15,13 @@ from typing import Any
 
 from nemo_cases import corpus, params
 
-from needleforge.nemo import (
+from needleforge.backends.embedded.writer import EmbeddedDescriber, EmbeddedVerifier
+from needleforge.backends.writer_prompts import (
     OBJECT_TEMPLATES,
     SCENE_TEMPLATES,
     TEMPLATES_VERSION,
-    EmbeddedDescriber,
-    EmbeddedVerifier,
-    generate,
 )
+from needleforge.nemo import generate
 
 GOLDEN = Path(__file__).parent / "golden" / "question_texts.json"
 

@@ -14,18 +14,17 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from nemo_cases import make_tag, make_track, make_video, params, tile
 
+from needleforge.backends.embedded.writer import EmbeddedDescriber, EmbeddedVerifier
 from needleforge.config import NemoParams
 from needleforge.nemo import (
-    EmbeddedDescriber,
-    EmbeddedVerifier,
     GenerationResult,
     Target,
     excluded_terms,
     generate,
     index_tables,
 )
-from needleforge.nemo.evidence import holds
 from needleforge.records import ObjectTrack, Scene, SceneTag
+from needleforge.records.phrases import holds
 
 LABELS = ("cat", "dog", "car", "cup", "tree", "street", "sofa", "sky")
 _TOL = 1e-6

@@ -7,7 +7,8 @@ import random
 import pytest
 from nemo_cases import VID, corpus, make_scene, make_tag, make_track, params, tile
 
-from needleforge.nemo import NemoError, index_tables, object_span, select_targets
+from needleforge.errors import NemoError
+from needleforge.nemo import index_tables, object_span, select_targets
 from needleforge.records import ObjectTrack, Scene, SceneTag
 
 

@@ -9,9 +9,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from needleforge.objects import plural, referring_expressions
-from needleforge.objects.attributes import POSITION_NAMES
 from needleforge.objects.expressions import ordinal_word
 from needleforge.records import ObjectAttributes
+from needleforge.records.phrases import POSITION_NAMES
 
 
 @dataclass(frozen=True)

@@ -1,9 +1,10 @@
 """An explicit backend registry: family + name → factory.
 
-params.yaml chooses backends by name (``detector: {backend: embedded, score_threshold: 0.5}``);
-the registry turns that name into an object. Nothing is registered on import and there is no
-module-level registry: callers build one with :func:`default_registry` (or an empty
-:class:`Registry` in tests) and pass it where it is needed, so two registries never share state.
+params.yaml chooses backends by name (``detector: {backend: embedded, score_threshold: 0.5}``,
+``nemo: {describer: openai_http, describer_options: {...}}``); the registry turns that name into
+an object. Nothing is registered on import and there is no module-level registry: callers build
+one with :func:`default_registry` (or an empty :class:`Registry` in tests) and pass it where it
+is needed, so two registries never share state.
 Factories are classes or callables whose keyword arguments are the backend's options; the
 registry checks the options against the factory's signature before calling it, and checks that
 what comes back satisfies the family's protocol.
@@ -17,15 +18,17 @@ from types import MappingProxyType
 from typing import Any, Literal, TypeAlias, cast, get_args, overload
 
 from needleforge.backends.base import Detector, Tagger, TextReader
+from needleforge.backends.writing import Describer, Verifier
 from needleforge.errors import BackendError
 
-Family: TypeAlias = Literal["tagger", "detector", "text_reader"]
+Family: TypeAlias = Literal["tagger", "detector", "text_reader", "describer", "verifier"]
 #: Every backend family, in a stable order (used in error messages).
 FAMILIES: tuple[Family, ...] = get_args(Family)
-Backend: TypeAlias = Tagger | Detector | TextReader
+Backend: TypeAlias = Tagger | Detector | TextReader | Describer | Verifier
 
 _PROTOCOLS: Mapping[Family, type] = MappingProxyType(
-    {"tagger": Tagger, "detector": Detector, "text_reader": TextReader}
+    {"tagger": Tagger, "detector": Detector, "text_reader": TextReader,
+     "describer": Describer, "verifier": Verifier}
 )
 
 
@@ -50,6 +53,16 @@ class Registry:
     @overload
     def register(
         self, family: Literal["text_reader"], name: str, factory: Callable[..., TextReader], *,
+        replace: bool = ...,
+    ) -> None: ...
+    @overload
+    def register(
+        self, family: Literal["describer"], name: str, factory: Callable[..., Describer], *,
+        replace: bool = ...,
+    ) -> None: ...
+    @overload
+    def register(
+        self, family: Literal["verifier"], name: str, factory: Callable[..., Verifier], *,
         replace: bool = ...,
     ) -> None: ...
 
@@ -81,6 +94,14 @@ class Registry:
         """
         return tuple(sorted(self._table(family)))
 
+    def accepts(self, family: str, name: str) -> tuple[str, ...]:
+        """Keyword options the factory of ``family``/``name`` takes, in signature order.
+
+        Empty when the factory has no readable signature. Raises:
+            BackendError: for an unknown family or name (the message lists the known ones).
+        """
+        return _accepted(self._factory(family, name))
+
     @overload
     def create(self, family: Literal["tagger"], name: str, /, **options: Any) -> Tagger: ...
     @overload
@@ -89,6 +110,10 @@ class Registry:
     def create(
         self, family: Literal["text_reader"], name: str, /, **options: Any
     ) -> TextReader: ...
+    @overload
+    def create(self, family: Literal["describer"], name: str, /, **options: Any) -> Describer: ...
+    @overload
+    def create(self, family: Literal["verifier"], name: str, /, **options: Any) -> Verifier: ...
     @overload
     def create(self, family: str, name: str, /, **options: Any) -> Backend: ...
 
@@ -101,11 +126,7 @@ class Registry:
                 a product that does not satisfy the family's protocol, or whatever
                 ``BackendError`` the backend's constructor raises (missing model files).
         """
-        table = self._table(family)
-        if name not in table:
-            known = ", ".join(sorted(table)) or "(none registered)"
-            raise BackendError(f"unknown {family} backend {name!r}; known: {known}")
-        factory = table[name]
+        factory = self._factory(family, name)
         _check_options(family, name, factory, options)
         backend = factory(**options)
         protocol = _PROTOCOLS[cast(Family, family)]
@@ -116,12 +137,27 @@ class Registry:
             )
         return cast(Backend, backend)
 
+    def _factory(self, family: str, name: str) -> Callable[..., object]:
+        table = self._table(family)
+        if name not in table:
+            known = ", ".join(sorted(table)) or "(none registered)"
+            raise BackendError(f"unknown {family} backend {name!r}; known: {known}")
+        return table[name]
+
     def _table(self, family: str) -> dict[str, Callable[..., object]]:
         if family not in self._factories:
             raise BackendError(
                 f"unknown backend family {family!r}; known: {', '.join(FAMILIES)}"
             )
         return self._factories[family]
+
+
+def _accepted(factory: Callable[..., object]) -> tuple[str, ...]:
+    try:
+        parameters = inspect.signature(factory).parameters.values()
+    except (TypeError, ValueError):  # builtins without a signature
+        return ()
+    return tuple(p.name for p in parameters if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD))
 
 
 def _check_options(
@@ -135,13 +171,9 @@ def _check_options(
     try:
         signature.bind(**options)
     except TypeError as exc:
-        accepted = [
-            p.name for p in signature.parameters.values()
-            if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)
-        ]
         raise BackendError(
             f"{family} backend {name!r}: bad options {sorted(options)} ({exc}); "
-            f"accepted: {', '.join(accepted) or '(none)'}"
+            f"accepted: {', '.join(_accepted(factory)) or '(none)'}"
         ) from exc
 
 
@@ -152,13 +184,18 @@ def default_registry() -> Registry:
     runtimes (cv2, ai_edge_litert, rapidocr, torch, transformers, ram) only when constructed,
     so building the registry stays cheap. The GPU taggers need a path option: ``ram_plus``
     its ``checkpoint``, ``hf`` (image classifier) and ``hf_vlm`` (image-text-to-text model)
-    their ``model_dir``.
+    their ``model_dir``. Question writers and verifiers: ``embedded`` (tables and templates,
+    no model), ``openai_http`` (needs ``base_url`` and ``model``) and ``hf_vlm`` (needs
+    ``model_dir``).
     """
     from needleforge.backends.embedded.detector import EmbeddedDetector
     from needleforge.backends.embedded.ocr import EmbeddedTextReader
     from needleforge.backends.embedded.tagger import EmbeddedTagger
+    from needleforge.backends.embedded.writer import EmbeddedDescriber, EmbeddedVerifier
     from needleforge.backends.hf import HfClassifierTagger
     from needleforge.backends.hf_vlm import HfVlmTagger
+    from needleforge.backends.hf_writer import HfDescriber, HfVerifier
+    from needleforge.backends.openai_writer import OpenAIDescriber, OpenAIVerifier
     from needleforge.backends.ram_plus import RamPlusTagger
 
     registry = Registry()
@@ -168,4 +205,11 @@ def default_registry() -> Registry:
     registry.register("tagger", "hf", HfClassifierTagger)
     registry.register("tagger", "hf_vlm", HfVlmTagger)
     registry.register("text_reader", "embedded", EmbeddedTextReader)
+    for name, describer, verifier in (
+        ("embedded", EmbeddedDescriber, EmbeddedVerifier),
+        ("openai_http", OpenAIDescriber, OpenAIVerifier),
+        ("hf_vlm", HfDescriber, HfVerifier),
+    ):
+        registry.register("describer", name, describer)
+        registry.register("verifier", name, verifier)
     return registry

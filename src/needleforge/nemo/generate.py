@@ -13,28 +13,32 @@ releasable`). Targets that got no question are listed in ``skipped`` with the re
 target draws from its own ``random.Random`` seeded by the stage seed and its id, so adding
 or removing a video does not change the other targets' plans. Nothing here writes the store:
 the CLI/flow passes the result to ``Store.record_generation``.
+
+:func:`build_backends` turns the ``nemo`` params section into the describer and verifier,
+through the one backend :class:`~needleforge.backends.registry.Registry`.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import random
-from collections.abc import Callable, Iterable, Sequence
-from typing import Literal, TypeAlias
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, Literal, TypeAlias
 
-from needleforge.backends.base import RGBImage
-from needleforge.config import NemoParams
-from needleforge.nemo.errors import NemoError
-from needleforge.nemo.negatives import select_negatives
-from needleforge.nemo.plan import PlanSkip, plan_short_montage, question_id_for
-from needleforge.nemo.protocols import (
+from needleforge.backends.registry import Registry
+from needleforge.backends.writing import (
     Describer,
+    Keyframe,
     SceneView,
     Skip,
     TargetView,
     Verifier,
     VerifyRequest,
 )
+from needleforge.config import NemoParams
+from needleforge.errors import NemoError
+from needleforge.nemo.negatives import select_negatives
+from needleforge.nemo.plan import PlanSkip, plan_short_montage, question_id_for
 from needleforge.nemo.tables import SceneTables, index_tables
 from needleforge.nemo.targets import Target, select_targets
 from needleforge.records import (
@@ -48,10 +52,14 @@ from needleforge.records import (
     Video,
 )
 
-#: Decodes a scene's keyframes for backends that look at pixels; None = tables only. It is
-#: called for the target and every negative of each montage, so a scene used by several
-#: montages is asked for more than once: cache inside it when decoding is costly.
-KeyframeSource: TypeAlias = Callable[[Scene], Sequence[RGBImage]]
+#: Decodes a scene's keyframes (with their times) for backends that look at pixels; None =
+#: tables only. It is called for the target and every negative of each montage, so a scene
+#: used by several montages is asked for more than once: cache inside it when decoding is
+#: costly (:class:`~needleforge.nemo.frames.VideoKeyframes` does).
+KeyframeSource: TypeAlias = Callable[[Scene], Sequence[Keyframe]]
+#: Options a factory receives from :class:`NemoParams` when it accepts them and params.yaml's
+#: ``*_options`` do not set them: one seed and one abstract list for the whole stage.
+_SHARED_OPTIONS: tuple[str, ...] = ("seed", "abstract_labels", "scene_top_tags")
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -95,7 +103,7 @@ class _Backends:
     verifier: Verifier
     keyframes: KeyframeSource | None
 
-    def frames(self, scene: Scene) -> tuple[RGBImage, ...]:
+    def frames(self, scene: Scene) -> tuple[Keyframe, ...]:
         """The scene's keyframes, or none when no source was given."""
         return tuple(self.keyframes(scene)) if self.keyframes is not None else ()
 
@@ -183,3 +191,31 @@ def _negative_views(
             base = tables.view(tables.scenes_by_id[segment.scene_id])
             views.append(dataclasses.replace(base, keyframes=backends.frames(base.scene)))
     return tuple(views)
+
+
+def build_backends(params: NemoParams, *, registry: Registry) -> tuple[Describer, Verifier]:
+    """The describer and verifier ``params`` name, built with their options.
+
+    A factory that accepts ``seed``, ``abstract_labels`` or ``scene_top_tags`` gets the
+    stage's values unless its options set them, so templates follow the stage seed and a
+    model writer skips the same abstract labels as the embedded one.
+
+    Raises:
+        BackendError: an unknown backend name, bad options, or whatever the backend's
+            constructor raises (a missing model folder, a malformed URL).
+    """
+    describer = registry.create("describer", params.describer, **_merged(
+        registry, "describer", params.describer, params.describer_options, params=params))
+    verifier = registry.create("verifier", params.verifier, **_merged(
+        registry, "verifier", params.verifier, params.verifier_options, params=params))
+    return describer, verifier
+
+
+def _merged(
+    registry: Registry, family: Literal["describer", "verifier"], name: str,
+    options: Mapping[str, Any], *, params: NemoParams,
+) -> dict[str, Any]:
+    shared: dict[str, Any] = {"seed": params.seed, "abstract_labels": params.abstract_labels,
+                              "scene_top_tags": params.scene_top_tags}
+    accepted = set(registry.accepts(family, name))
+    return {k: shared[k] for k in _SHARED_OPTIONS if k in accepted} | dict(options)

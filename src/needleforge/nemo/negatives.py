@@ -9,7 +9,8 @@ Here a scene is a negative for a target when it
 * holds none of the **excluded terms**, neither as a tag nor as an object label — for an
   object needle the object's label, for a scene needle the target's top
   ``scene_top_tags`` tags. A term "held" includes tags that contain it as whole words (a
-  ``tabby cat`` tag excludes a scene from a ``cat`` question), see :func:`evidence.holds`.
+  ``tabby cat`` tag excludes a scene from a ``cat`` question), see
+  :func:`needleforge.records.phrases.holds`.
 
 The eligible scenes are listed by scene index and shuffled with the caller's seeded
 ``random.Random``, so the order depends only on the seed and the tables.
@@ -20,10 +21,10 @@ from __future__ import annotations
 import random
 
 from needleforge.config import NemoParams
-from needleforge.nemo.evidence import holds, normalize, ranked_tags
 from needleforge.nemo.tables import SceneTables
 from needleforge.nemo.targets import Target
 from needleforge.records import Scene
+from needleforge.records.phrases import holds, normalize, ranked_tags
 
 _EPS = 1e-9
 

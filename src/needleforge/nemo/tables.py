@@ -6,8 +6,8 @@ import dataclasses
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 
-from needleforge.nemo.errors import NemoError
-from needleforge.nemo.protocols import SceneView
+from needleforge.backends.writing import SceneView
+from needleforge.errors import NemoError
 from needleforge.records import ObjectTrack, Scene, SceneTag
 
 

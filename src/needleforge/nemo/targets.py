@@ -19,9 +19,9 @@ import math
 import random
 
 from needleforge.config import NemoParams
-from needleforge.nemo.evidence import normalize, ranked_tags
 from needleforge.nemo.tables import SceneTables
 from needleforge.records import NeedleType, ObjectTrack, Scene
+from needleforge.records.phrases import normalize, ranked_tags
 
 #: Slack for comparing derived float seconds and areas against thresholds.
 _EPS = 1e-9

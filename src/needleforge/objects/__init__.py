@@ -7,16 +7,15 @@ writes (the flow process stores what these return).
 from __future__ import annotations
 
 from needleforge.objects.attributes import (
-    COLOUR_NAMES,
-    POSITION_NAMES,
     dominant_colour,
     position_name,
     rgb_to_hsv,
     size_ranks,
 )
 from needleforge.objects.build import build_objects, scene_tags
-from needleforge.objects.expressions import plural, referring_expressions
+from needleforge.objects.expressions import referring_expressions
 from needleforge.objects.tracker import RawTrack, track_objects
+from needleforge.records.phrases import COLOUR_NAMES, POSITION_NAMES, plural
 
 __all__ = [
     "COLOUR_NAMES",

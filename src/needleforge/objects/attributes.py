@@ -36,19 +36,7 @@ import numpy as np
 import numpy.typing as npt
 
 from needleforge.records import Box
-
-#: Every name :func:`dominant_colour` can return, in tie-break order.
-COLOUR_NAMES: tuple[str, ...] = (
-    "red", "orange", "yellow", "green", "blue", "purple", "pink", "brown", "black", "white",
-    "grey",
-)
-
-#: The 3×3 grid of :func:`position_name`, rows top to bottom, columns left to right.
-POSITION_NAMES: tuple[tuple[str, str, str], ...] = (
-    ("top left", "top", "top right"),
-    ("left", "centre", "right"),
-    ("bottom left", "bottom", "bottom right"),
-)
+from needleforge.records.phrases import COLOUR_NAMES, POSITION_NAMES
 
 _BLACK_V, _GREY_S, _WHITE_V = 0.20, 0.20, 0.80
 _PINK_S, _PINK_V, _BROWN_V, _DARK_PINK_V = 0.50, 0.70, 0.65, 0.50

@@ -36,6 +36,7 @@ from collections.abc import Sequence
 from typing import Literal, Protocol
 
 from needleforge.records import ObjectAttributes
+from needleforge.records.phrases import clean_label, number_word, plural, position_phrase
 
 Attribute = Literal["colour", "position", "size"]
 
@@ -45,16 +46,8 @@ ATTRIBUTE_SETS: tuple[tuple[Attribute, ...], ...] = tuple(
     combo for n in range(4) for combo in itertools.combinations(_ATTRIBUTES, n)
 )
 
-_NUMBERS = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine",
-            "ten", "eleven", "twelve")
 _ORDINALS = ("zeroth", "first", "second", "third", "fourth", "fifth", "sixth", "seventh",
              "eighth", "ninth", "tenth", "eleventh", "twelfth")
-_IRREGULAR_PLURALS = {
-    "person": "people", "man": "men", "woman": "women", "child": "children", "mouse": "mice",
-    "goose": "geese", "foot": "feet", "tooth": "teeth", "knife": "knives", "leaf": "leaves",
-    "shelf": "shelves", "wolf": "wolves", "sheep": "sheep", "deer": "deer", "fish": "fish",
-    "skis": "skis", "scissors": "scissors", "broccoli": "broccoli", "glasses": "glasses",
-}
 
 
 class Referent(Protocol):
@@ -70,49 +63,12 @@ class Referent(Protocol):
     def start_s(self) -> float: ...
 
 
-def clean_label(label: str) -> str:
-    """The label with runs of whitespace collapsed (``"cell  phone "`` → ``"cell phone"``)."""
-    return " ".join(label.split())
-
-
-def plural(label: str) -> str:
-    """English plural of a (possibly multi-word) label; only the last word changes."""
-    words = clean_label(label).split(" ")
-    last = words[-1]
-    lower = last.lower()
-    if lower in _IRREGULAR_PLURALS:
-        last = _IRREGULAR_PLURALS[lower]
-    elif lower.endswith(("s", "x", "z", "ch", "sh")):
-        last += "es"
-    elif len(lower) > 1 and lower.endswith("y") and lower[-2] not in "aeiou":
-        last = last[:-1] + "ies"
-    else:
-        last += "s"
-    return " ".join([*words[:-1], last])
-
-
-def number_word(n: int) -> str:
-    """``2`` → ``"two"`` up to twelve, digits beyond."""
-    return _NUMBERS[n] if 0 <= n < len(_NUMBERS) else str(n)
-
-
 def ordinal_word(n: int) -> str:
     """``1`` → ``"first"`` up to twelfth, then ``"13th"``, ``"21st"``…"""
     if 0 <= n < len(_ORDINALS):
         return _ORDINALS[n]
     suffix = "th" if 11 <= n % 100 <= 13 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
     return f"{n}{suffix}"
-
-
-def position_phrase(position: str) -> str:
-    """``"left"`` → ``"on the left"``, ``"centre"`` → ``"in the centre"``, else ``"at the …"``."""
-    if not position:
-        return ""
-    if position in ("left", "right"):
-        return f"on the {position}"
-    if position == "centre":
-        return "in the centre"
-    return f"at the {position}"
 
 
 def _value(track: Referent, attribute: Attribute) -> str | int:

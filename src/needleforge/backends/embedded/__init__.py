@@ -6,6 +6,9 @@
   ImageNet classifier (TFLite, run by ``ai-edge-litert``) from the same package.
 - :class:`~needleforge.backends.embedded.ocr.EmbeddedTextReader`: PP-OCRv4 via
   ``rapidocr-onnxruntime``.
+- :class:`~needleforge.backends.embedded.writer.EmbeddedDescriber` and
+  :class:`~needleforge.backends.embedded.writer.EmbeddedVerifier`: question writing and
+  verification from the representation tables and our templates (no model at all).
 
 Importing this package imports none of the runtimes; each backend imports its own when built.
 """

@@ -1,22 +1,50 @@
-"""What NeMo question writers and verifiers see, return, and must implement.
+"""Question writers (describers) and verifiers: what they see, return, and must implement.
 
 A :class:`Describer` turns one target (a scene, or an object in it) into a description and a
 needle grounding question (seed 001, Sec. 3.2.2, Table 15); a :class:`Verifier` judges whether
 that description fits the target and none of the montage's negatives (Table 16). Both see the
-representation tables of the scenes involved and, when the caller decodes them, keyframes.
-Subtitles are offered as context only: a description must not rest on them alone.
+representation tables of the scenes involved and, when the caller decodes them, keyframes with
+their times (so a writer can draw the target object's box on the right frame). Subtitles are
+offered as context only: a description must not rest on them alone.
 
-These protocols will move into :mod:`needleforge.backends.base` once the stage merges.
+These types live with the backends, not with the NeMo stage, because every implementation
+(embedded, ``openai_http``, ``hf_vlm``) depends on them and backends never import stages.
+They depend on records and numpy only.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import math
 from typing import Protocol, runtime_checkable
 
+import numpy as np
+
 from needleforge.backends.base import RGBImage
-from needleforge.nemo.evidence import normalize, ranked_tags
 from needleforge.records import NeedleType, ObjectTrack, Scene, SceneTag
+from needleforge.records.phrases import normalize, ranked_tags
+
+
+@dataclasses.dataclass(frozen=True, slots=True, eq=False)
+class Keyframe:
+    """A decoded frame at ``t_s`` seconds from the video start; ``image`` is RGB uint8 HxWx3.
+
+    Compared by identity: arrays have no useful ``==``.
+    """
+
+    t_s: float
+    image: RGBImage
+
+    def __post_init__(self) -> None:
+        if not (math.isfinite(self.t_s) and self.t_s >= 0):
+            raise ValueError(f"keyframe t_s = {self.t_s!r} must be finite and >= 0")
+        image = self.image
+        if not isinstance(image, np.ndarray):
+            raise ValueError(f"keyframe at {self.t_s} s: image must be a numpy array, got "
+                             f"{type(image).__name__}")
+        if image.dtype != np.uint8 or image.ndim != 3 or image.shape[2] != 3:
+            raise ValueError(f"keyframe at {self.t_s} s: image must be uint8 HxWx3, got "
+                             f"{image.dtype} {image.shape}")
 
 
 def _belongs(scene: Scene, tags: tuple[SceneTag, ...], objects: tuple[ObjectTrack, ...]) -> None:
@@ -33,7 +61,7 @@ class SceneView:
     scene: Scene
     tags: tuple[SceneTag, ...]
     objects: tuple[ObjectTrack, ...]
-    keyframes: tuple[RGBImage, ...] = dataclasses.field(default=(), compare=False)
+    keyframes: tuple[Keyframe, ...] = dataclasses.field(default=(), compare=False)
 
     def __post_init__(self) -> None:
         _belongs(self.scene, self.tags, self.objects)
@@ -65,7 +93,7 @@ class TargetView:
     tags: tuple[SceneTag, ...]
     objects: tuple[ObjectTrack, ...]
     target_object: ObjectTrack | None
-    keyframes: tuple[RGBImage, ...] = dataclasses.field(default=(), compare=False)
+    keyframes: tuple[Keyframe, ...] = dataclasses.field(default=(), compare=False)
 
     def __post_init__(self) -> None:
         _belongs(self.scene, self.tags, self.objects)
@@ -92,7 +120,8 @@ class TargetView:
 class WrittenNeedle:
     """A written needle: the description (noun phrase or sentence) and the question asked.
 
-    ``template_id`` names the phrasing used (a template id, or e.g. ``hf/free`` for free text).
+    ``template_id`` names the phrasing used (a template id, or e.g. ``openai/<model>/v1``
+    for a question a model wrote).
     """
 
     needle_type: NeedleType
@@ -108,7 +137,7 @@ class WrittenNeedle:
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class Skip:
-    """A describer declining a target (an object too abstract to ground: sky, road, wall…)."""
+    """A describer declining a target (an object too abstract to ground, an unusable answer)."""
 
     reason: str
 
@@ -156,7 +185,7 @@ class Describer(Protocol):
 
     @property
     def version(self) -> str:
-        """Backend version (templates or model), recorded with every question."""
+        """Backend version (templates or model + prompts), recorded with every question."""
         ...
 
     def write(self, view: TargetView, *, needle_type: NeedleType) -> WrittenNeedle | Skip:

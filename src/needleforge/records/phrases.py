@@ -1,10 +1,15 @@
-"""Words as evidence: normalized tags and labels, and the claims a written text makes.
+"""English words about records, shared by the stages and the backends that write or check text.
 
-Both the embedded describer (which writes from the tables) and the embedded verifier (which
-checks any describer's text against the tables) need one shared notion of "this text names
-that tag": labels are compared lower-cased with runs of whitespace collapsed, a term matches
-only as whole words (``cat`` is not in ``category``), its plural counts (``cats``), and longer
-terms win over the terms inside them (``brick wall`` is one claim, not also ``wall``).
+The objects stage names objects with these words (colours, places, plurals), the NeMo stage
+compares tags with them, and the embedded question writer and verifier (a backend) write and
+read descriptions with them: one shared notion of "this text names that tag" keeps a writer
+and a verifier from disagreeing over spelling. Living in the records leaf, it can be imported
+by all of them without a backend ever importing a stage.
+
+Matching rules: labels are compared lower-cased with runs of whitespace collapsed, a term
+matches only as whole words (``cat`` is not in ``category``), its plural counts (``cats``),
+and longer terms win over the terms inside them (``brick wall`` is one claim, not also
+``wall``).
 """
 
 from __future__ import annotations
@@ -13,14 +18,34 @@ import functools
 import re
 from collections.abc import Iterable, Sequence
 
-from needleforge.objects.attributes import COLOUR_NAMES, POSITION_NAMES
-from needleforge.objects.expressions import plural
-from needleforge.records import SceneTag
+from needleforge.records.representation import SceneTag
 
-#: Every position word the representation writes, longest first so "top left" beats "top".
+#: Every basic colour name an object's dominant colour can get, in tie-break order.
+COLOUR_NAMES: tuple[str, ...] = (
+    "red", "orange", "yellow", "green", "blue", "purple", "pink", "brown", "black", "white",
+    "grey",
+)
+
+#: The 3×3 grid of coarse places in a frame, rows top to bottom, columns left to right.
+POSITION_NAMES: tuple[tuple[str, str, str], ...] = (
+    ("top left", "top", "top right"),
+    ("left", "centre", "right"),
+    ("bottom left", "bottom", "bottom right"),
+)
+
+#: Every position word, longest first so "top left" beats "top".
 POSITIONS: tuple[str, ...] = tuple(
     sorted({p for row in POSITION_NAMES for p in row}, key=lambda p: (-len(p), p))
 )
+
+_NUMBERS = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine",
+            "ten", "eleven", "twelve")
+_IRREGULAR_PLURALS = {
+    "person": "people", "man": "men", "woman": "women", "child": "children", "mouse": "mice",
+    "goose": "geese", "foot": "feet", "tooth": "teeth", "knife": "knives", "leaf": "leaves",
+    "shelf": "shelves", "wolf": "wolves", "sheep": "sheep", "deer": "deer", "fish": "fish",
+    "skis": "skis", "scissors": "scissors", "broccoli": "broccoli", "glasses": "glasses",
+}
 _POSITION_RE = re.compile(
     r"\b(?:on|in|at) the (" + "|".join(re.escape(p) for p in POSITIONS) + r")\b"
 )
@@ -32,6 +57,43 @@ _FUNCTION_WORDS = frozenset((
     "when", "where", "which", "who", "will", "with", "you", "your", "i", "we", "he", "she",
     "they", "there",
 ))
+
+
+def clean_label(label: str) -> str:
+    """The label with runs of whitespace collapsed (``"cell  phone "`` → ``"cell phone"``)."""
+    return " ".join(label.split())
+
+
+def plural(label: str) -> str:
+    """English plural of a (possibly multi-word) label; only the last word changes."""
+    words = clean_label(label).split(" ")
+    last = words[-1]
+    lower = last.lower()
+    if lower in _IRREGULAR_PLURALS:
+        last = _IRREGULAR_PLURALS[lower]
+    elif lower.endswith(("s", "x", "z", "ch", "sh")):
+        last += "es"
+    elif len(lower) > 1 and lower.endswith("y") and lower[-2] not in "aeiou":
+        last = last[:-1] + "ies"
+    else:
+        last += "s"
+    return " ".join([*words[:-1], last])
+
+
+def number_word(n: int) -> str:
+    """``2`` → ``"two"`` up to twelve, digits beyond."""
+    return _NUMBERS[n] if 0 <= n < len(_NUMBERS) else str(n)
+
+
+def position_phrase(position: str) -> str:
+    """``"left"`` → ``"on the left"``, ``"centre"`` → ``"in the centre"``, else ``"at the …"``."""
+    if not position:
+        return ""
+    if position in ("left", "right"):
+        return f"on the {position}"
+    if position == "centre":
+        return "in the centre"
+    return f"at the {position}"
 
 
 def normalize(term: str) -> str:
@@ -116,6 +178,9 @@ def copied_phrase(text: str, subtitle: str, *, allowed: Iterable[str], n: int = 
     A run counts only when one of its words is neither a function word nor part of an
     ``allowed`` term (the tags and labels the text may legitimately repeat): a description
     that copies the subtitles claims what only the subtitles say (seed 001, Table 16, rule 4).
+
+    Raises:
+        ValueError: when ``n < 1``.
     """
     if n < 1:
         raise ValueError(f"n = {n} must be >= 1")

@@ -1,0 +1,229 @@
+"""Keyframes of a scene for the model-backed question writers and verifiers (PyAV, seeking).
+
+:class:`VideoKeyframes` is the :data:`~needleforge.nemo.generate.KeyframeSource` that
+:func:`~needleforge.nemo.generate.generate` calls for the target and every negative of each
+montage. Unlike the representation stage, which decodes whole videos once in a straight pass,
+it needs a few frames of scattered scenes, so it seeks: for each wanted time it seeks to the
+nearest keyframe at or before it and decodes forward to the first frame at or after it (a
+time just ahead of the previous one is reached by decoding on, without a seek). Each video is
+opened once and kept open (a few at a time), and each scene's frames are cached, since one
+scene serves as a negative of several montages.
+
+Times are spread evenly inside the scene, at the middles of ``per_scene`` equal parts, so no
+frame shows the shot across a cut. Images are RGB ``uint8``, at most ``max_side`` pixels on
+their longer side, in stored orientation, on the same clock as the object boxes (seconds from
+the stream start). Not thread-safe: use one per worker.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections import OrderedDict
+from collections.abc import Iterator, Mapping
+from fractions import Fraction
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+import av
+import numpy as np
+
+from needleforge.backends.writing import Keyframe
+from needleforge.errors import MediaError, NemoError
+from needleforge.records import Scene, Video
+
+_EPS_S = 1e-6
+#: A wanted time at most this far past the last decoded frame is reached by decoding on.
+_DECODE_ON_S = 2.0
+
+
+@dataclasses.dataclass(slots=True)
+class _OpenVideo:
+    """An open container and where its decoder stands."""
+
+    video_id: str
+    path: Path
+    container: Any
+    stream: Any
+    size: tuple[int, int] | None
+    frames: Iterator[tuple[float, Any]] | None = None
+    last: tuple[float, Any] | None = None
+
+
+def scene_times(scene: Scene, *, count: int) -> list[float]:
+    """``count`` times evenly inside ``scene``: the middles of ``count`` equal parts.
+
+    Raises:
+        ValueError: when ``count < 1``.
+    """
+    if count < 1:
+        raise ValueError(f"count = {count} must be >= 1")
+    step = scene.duration_s / count
+    return [scene.start_s + (k + 0.5) * step for k in range(count)]
+
+
+class VideoKeyframes:
+    """``scene -> keyframes``: a few decoded frames per scene, cached by scene id.
+
+    Args:
+        videos_by_id: the videos whose scenes will be asked for (their ``stored_path``).
+        per_scene: frames per scene (>= 1).
+        max_side: longest side of the returned images in pixels (>= 16).
+        max_open: videos kept open at once (least recently used closed first).
+        max_cached: scenes whose frames are kept (least recently used dropped first).
+
+    Raises:
+        ValueError: a number out of range.
+    """
+
+    def __init__(
+        self, videos_by_id: Mapping[str, Video], *, per_scene: int = 4, max_side: int = 512,
+        max_open: int = 4, max_cached: int = 512,
+    ) -> None:
+        for name, value, least in (("per_scene", per_scene, 1), ("max_side", max_side, 16),
+                                   ("max_open", max_open, 1), ("max_cached", max_cached, 1)):
+            if value < least:
+                raise ValueError(f"{name} = {value} must be >= {least}")
+        self._videos = dict(videos_by_id)
+        self.per_scene, self.max_side = per_scene, max_side
+        self._max_open, self._max_cached = max_open, max_cached
+        self._open: OrderedDict[str, _OpenVideo] = OrderedDict()
+        self._cache: OrderedDict[str, tuple[Keyframe, ...]] = OrderedDict()
+        self.decoded_scenes = 0  # scenes decoded (not served from the cache), for tests/logs
+
+    def __call__(self, scene: Scene) -> tuple[Keyframe, ...]:
+        """Up to ``per_scene`` keyframes of ``scene`` in time order (fewer when the file ends
+        early or the scene is shorter than ``per_scene`` frames).
+
+        Raises:
+            NemoError: the scene's video is not among ``videos_by_id``.
+            MediaError: the video file vanished, cannot be opened, has no video stream or
+                fails to decode; the message names the video id and the path.
+        """
+        cached = self._cache.get(scene.scene_id)
+        if cached is not None:
+            self._cache.move_to_end(scene.scene_id)
+            return cached
+        video = self._video(scene.video_id)
+        frames = self._decode_scene(video, scene)
+        self.decoded_scenes += 1
+        self._cache[scene.scene_id] = frames
+        if len(self._cache) > self._max_cached:
+            self._cache.popitem(last=False)
+        return frames
+
+    def close(self) -> None:
+        """Close every open video (the cache stays usable)."""
+        while self._open:
+            _, video = self._open.popitem(last=False)
+            video.container.close()
+
+    def __enter__(self) -> VideoKeyframes:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close()
+
+    def _video(self, video_id: str) -> _OpenVideo:
+        if video_id in self._open:
+            self._open.move_to_end(video_id)
+            return self._open[video_id]
+        if video_id not in self._videos:
+            raise NemoError(f"scene of video {video_id} asked for keyframes, but that video is "
+                            f"not among the {len(self._videos)} given to VideoKeyframes")
+        opened = _open(video_id, Path(self._videos[video_id].stored_path), self.max_side)
+        self._open[video_id] = opened
+        if len(self._open) > self._max_open:
+            _, oldest = self._open.popitem(last=False)
+            oldest.container.close()
+        return opened
+
+    def _decode_scene(self, video: _OpenVideo, scene: Scene) -> tuple[Keyframe, ...]:
+        frames: list[Keyframe] = []
+        for t in scene_times(scene, count=self.per_scene):
+            found = _frame_at(video, t, scene)
+            if found is None or (frames and found[0] <= frames[-1].t_s):
+                continue
+            t_s, frame = found
+            image = (frame.to_ndarray(format="rgb24") if video.size is None else
+                     frame.to_ndarray(format="rgb24", width=video.size[0],
+                                      height=video.size[1]))
+            frames.append(Keyframe(t_s, np.ascontiguousarray(image, dtype=np.uint8)))
+        return tuple(frames)
+
+
+def _open(video_id: str, path: Path, max_side: int) -> _OpenVideo:
+    """Open ``path`` for seeking; raises MediaError naming the video and the path."""
+    if not path.is_file():
+        raise MediaError(f"video {video_id}: file {path} has vanished (moved or deleted since "
+                         f"ingest)")
+    try:
+        container = av.open(str(path), metadata_errors="ignore")
+    except (av.FFmpegError, OSError, UnicodeDecodeError) as err:
+        raise MediaError(f"video {video_id}: cannot open {path} for keyframes ({err})") from None
+    if not container.streams.video:
+        container.close()
+        raise MediaError(f"video {video_id}: {path} has no video stream")
+    stream = container.streams.video[0]
+    width, height = stream.codec_context.width, stream.codec_context.height
+    size = None
+    if max(width, height) > max_side:
+        scale = max_side / max(width, height)
+        size = (max(2, round(width * scale / 2) * 2), max(2, round(height * scale / 2) * 2))
+    return _OpenVideo(video_id, path, container, stream, size)
+
+
+def _timed_frames(video: _OpenVideo) -> Iterator[tuple[float, Any]]:
+    """Decoded frames from the current position with their times from the stream start."""
+    stream = video.stream
+    time_base = Fraction(stream.time_base) if stream.time_base else None
+    start = stream.start_time or 0
+    try:
+        for frame in video.container.decode(stream):
+            if frame.pts is not None and time_base is not None:
+                t_s = float((frame.pts - start) * time_base)
+            elif frame.time is not None:
+                t_s = float(frame.time)
+            else:
+                continue
+            yield round(max(t_s, 0.0), 6), frame
+    except (av.FFmpegError, OSError) as err:
+        if isinstance(err, av.error.EOFError):
+            return
+        raise MediaError(f"video {video.video_id}: decoding {video.path} failed: {err}"
+                         ) from None
+
+
+def _seek(video: _OpenVideo, t: float) -> Iterator[tuple[float, Any]]:
+    """Seek to the keyframe at or before ``t``; the frames from there on."""
+    stream = video.stream
+    time_base = Fraction(stream.time_base) if stream.time_base else Fraction(1, av.time_base)
+    offset = math.floor(Fraction(t) / time_base) + (stream.start_time or 0)
+    try:
+        video.container.seek(max(offset, 0), stream=stream, backward=True, any_frame=False)
+    except (av.FFmpegError, OSError) as err:
+        raise MediaError(f"video {video.video_id}: seeking {video.path} to {t:.3f} s failed: "
+                         f"{err}") from None
+    video.frames, video.last = _timed_frames(video), None
+    return video.frames
+
+
+def _frame_at(video: _OpenVideo, t: float, scene: Scene) -> tuple[float, Any] | None:
+    """The first frame at or after ``t`` that lies inside ``scene`` (or the last one before
+    it when the scene or the file ends first); None when nothing inside was decoded."""
+    frames, last = video.frames, video.last
+    if frames is None or last is None or last[0] >= t or t - last[0] > _DECODE_ON_S:
+        frames = _seek(video, t)
+    previous: tuple[float, Any] | None = None
+    for t_s, frame in frames:
+        video.last = (t_s, frame)
+        if t_s >= t - _EPS_S:
+            if t_s < scene.end_s - _EPS_S:
+                return t_s, frame
+            break
+        previous = (t_s, frame)
+    if previous is not None and scene.start_s - _EPS_S <= previous[0] < scene.end_s - _EPS_S:
+        return previous
+    return None

@@ -1,0 +1,116 @@
+"""Keyframes for the model-backed writers: seeking PyAV decode, scene-local times, cache, errors.
+
+The clip is 8 s of ffmpeg's ``testsrc2`` (every frame differs) at 10 fps, H.264 with a
+keyframe every 2 s and B-frames, so seeking lands before most wanted times and has to decode
+forward. Frames are checked against a plain sequential decode of the same file.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import shutil
+import subprocess
+from pathlib import Path
+
+import av
+import numpy as np
+import pytest
+from nemo_cases import make_scene, make_video
+
+from needleforge.errors import MediaError, NemoError
+from needleforge.media.ffmpeg import ffmpeg_binary
+from needleforge.nemo import VideoKeyframes, scene_times
+from needleforge.records import Video
+
+
+@pytest.fixture(scope="module")
+def clip(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """``ffmpeg -f lavfi -i testsrc2=size=160x90:rate=10:duration=8 -c:v libx264 -g 20
+    -bf 2 -pix_fmt yuv420p clip.mp4``: 80 distinct frames, keyframes at 0, 2, 4, 6 s."""
+    path = tmp_path_factory.mktemp("frames") / "clip.mp4"
+    subprocess.run([ffmpeg_binary(), "-hide_banner", "-loglevel", "error", "-y", "-f", "lavfi",
+                    "-i", "testsrc2=size=160x90:rate=10:duration=8", "-c:v", "libx264",
+                    "-g", "20", "-bf", "2", "-pix_fmt", "yuv420p", str(path)], check=True)
+    return path
+
+
+@pytest.fixture(scope="module")
+def sequential(clip: Path) -> dict[float, np.ndarray]:
+    """Every frame of the clip by time (seconds from the stream start), decoded in one pass."""
+    frames = {}
+    with av.open(str(clip)) as container:
+        stream = container.streams.video[0]
+        for frame in container.decode(stream):
+            t_s = round(float((frame.pts - (stream.start_time or 0)) * stream.time_base), 6)
+            frames[t_s] = frame.to_ndarray(format="rgb24")
+    return frames
+
+
+def video_at(path: Path) -> Video:
+    return dataclasses.replace(make_video(), stored_path=str(path))
+
+
+SCENES = [make_scene(0, 0.0, 3.0), make_scene(1, 3.0, 6.5), make_scene(2, 6.5, 8.0)]
+
+
+def test_frames_are_spread_inside_each_scene_and_match_a_sequential_decode(
+    clip: Path, sequential: dict[float, np.ndarray]
+) -> None:
+    video = video_at(clip)
+    with VideoKeyframes({video.video_id: video}, per_scene=4) as source:
+        for scene in reversed(SCENES):  # backwards: every scene needs a fresh seek
+            frames = source(scene)
+            assert len(frames) == 4
+            wanted = scene_times(scene, count=4)
+            for frame, t in zip(frames, wanted, strict=True):
+                assert scene.start_s <= frame.t_s < scene.end_s
+                assert t <= frame.t_s < t + 0.1 + 1e-6  # the first frame at or after t
+                assert frame.image.dtype == np.uint8 and frame.image.shape == (90, 160, 3)
+                assert np.array_equal(frame.image, sequential[frame.t_s])
+            assert [f.t_s for f in frames] == sorted({f.t_s for f in frames})
+
+
+def test_each_scene_is_decoded_once(clip: Path) -> None:
+    video = video_at(clip)
+    source = VideoKeyframes({video.video_id: video}, per_scene=2)
+    first = source(SCENES[1])
+    assert source(SCENES[1]) is first and source.decoded_scenes == 1
+    source(SCENES[0])
+    assert source.decoded_scenes == 2 and len(source._open) == 1  # one open per video
+    source.close()
+    assert source(SCENES[1]) is first  # the cache outlives the open files
+
+
+def test_short_scenes_give_fewer_distinct_frames_and_big_ones_shrink(clip: Path) -> None:
+    video = video_at(clip)
+    source = VideoKeyframes({video.video_id: video}, per_scene=8, max_side=64)
+    frames = source(make_scene(3, 1.0, 1.25))
+    assert 1 <= len(frames) <= 3  # 10 fps: frames at 1.0, 1.1 and 1.2 s only
+    assert len({f.t_s for f in frames}) == len(frames)
+    assert frames[0].image.shape == (36, 64, 3)
+    source.close()
+
+
+def test_a_vanished_file_names_the_video_and_the_path(clip: Path, tmp_path: Path) -> None:
+    moved = tmp_path / "gone.mp4"
+    shutil.copy(clip, moved)
+    video = video_at(moved)
+    source = VideoKeyframes({video.video_id: video})
+    moved.unlink()
+    with pytest.raises(MediaError, match=rf"video {video.video_id}: file .*gone\.mp4 has "
+                                         rf"vanished"):
+        source(SCENES[0])
+    not_video = tmp_path / "notes.mp4"
+    not_video.write_text("meeting notes\n")
+    with pytest.raises(MediaError, match=rf"video {video.video_id}: cannot open .*notes\.mp4"):
+        VideoKeyframes({video.video_id: video_at(not_video)})(SCENES[0])
+
+
+def test_unknown_videos_and_bad_options_are_refused(clip: Path) -> None:
+    with pytest.raises(NemoError, match="not among the 0 given"):
+        VideoKeyframes({})(SCENES[0])
+    with pytest.raises(ValueError, match="per_scene = 0 must be >= 1"):
+        VideoKeyframes({}, per_scene=0)
+    with pytest.raises(ValueError, match="count = 0 must be >= 1"):
+        scene_times(SCENES[0], count=0)
+    assert scene_times(SCENES[0], count=3) == [0.5, 1.5, 2.5]
