@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
-DEMO_DB := data/db/represent.duckdb
+DEMO_DB := data/db/nemo.duckdb
 
 export PATH := $(abspath $(VENV))/bin:$(PATH)
 export PREFECT_SERVER_ANALYTICS_ENABLED := false
@@ -38,6 +38,7 @@ demo: $(STAMP)
 	@echo "demo outputs:"
 	@echo "  sample corpus   data/studio/ (manifest.yaml, ground_truth.json, clips/, programs/)"
 	@echo "  DuckDB store    $(DEMO_DB)  (needleforge status --db $(DEMO_DB))"
+	@echo "  rendered montages data/render/<montage_id>.mp4 (scene-clip cache data/cache/clips/)"
 	@echo "  stage snapshots data/db/<stage>.duckdb; media store data/media/ (by sha256)"
 
 lint: $(STAMP)

@@ -21,6 +21,8 @@ for _key, _value in {
     "DVC_NO_ANALYTICS": "1",
     "HF_HUB_OFFLINE": "1",
     "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "90",
+    # Wide enough that rich never wraps a CLI message a test looks for.
+    "COLUMNS": "400",
 }.items():
     os.environ.setdefault(_key, _value)
 

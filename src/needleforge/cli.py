@@ -205,6 +205,38 @@ def represent(db: DbOption = DEFAULT_DB, params_path: ParamsOption = None) -> No
 
 @app.command()
 @_user_errors
+def nemo(db: DbOption = DEFAULT_DB, params_path: ParamsOption = None) -> None:
+    """NeMo stage 2: targets, written questions, negatives, short montages, self-verification."""
+    from collections import Counter
+
+    from needleforge.backends import default_registry
+    from needleforge.nemo import VideoKeyframes, build_backends, generate
+    from needleforge.store import Store
+
+    params = _params(params_path)
+    describer, verifier = build_backends(params.nemo, registry=default_registry())
+    with Store(db) as store:
+        videos = store.videos()
+        with console.status("writing and verifying NeMo questions…"), \
+                VideoKeyframes({v.video_id: v for v in videos}) as keyframes:
+            result = generate(videos=videos, scenes=store.scenes(), tags=store.scene_tags(),
+                              objects=store.objects(), params=params.nemo,
+                              describer=describer, verifier=verifier, keyframes=keyframes)
+        store.record_generation(result.montages, result.questions, result.verifications,
+                                replace_buckets=["short"])
+    passed = len(result.releasable())
+    console.print(
+        f"nemo: {len(result.montages)} short montage(s), {len(result.questions)} question(s), "
+        f"{passed} passed verification ({describer.name} / {verifier.name}); "
+        f"{len(result.skipped)} target(s) skipped"
+    )
+    reasons = Counter(s.reason.split(":")[0] for s in result.skipped)
+    for reason, n in reasons.most_common(5):
+        console.print(f"  skipped {n}× {reason}", highlight=False)
+
+
+@app.command()
+@_user_errors
 def render(
     db: DbOption = DEFAULT_DB,
     out: Annotated[Path, typer.Option("--out", help="Folder for <montage_id>.mp4 files.",

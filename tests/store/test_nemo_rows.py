@@ -57,3 +57,21 @@ def test_store_roundtrip_is_idempotent(tmp_path: Path) -> None:
         assert store.verifications() == [verdict]
         counts = store.counts()
         assert (counts["montages"], counts["montage_segments"], counts["questions"]) == (1, 3, 1)
+
+
+def test_replacing_a_bucket_drops_stale_plans(tmp_path: Path) -> None:
+    old, new = plan([5.0, 4.5, 6.0], mid="m-old"), plan([5.0, 7.0], mid="m-new")
+    question = Question(question_id="q-old", montage_id="m-old", needle_type="scene",
+                        target_scene_id="v1-s0001", target_object_id=None,
+                        description="a red room", text="When is the red room shown?",
+                        template_id="scene/x", backend="embedded", model_version="1")
+    with Store(tmp_path / "nf.duckdb") as store:
+        store.record_generation([old], [question],
+                                [Verification("q-old", "embedded", "1", True, "unique")])
+        store.record_generation([new], [], replace_buckets=["short"])
+        assert [m.montage_id for m in store.montages()] == ["m-new"]
+        counts = store.counts()
+        assert (counts["questions"], counts["verifications"]) == (0, 0)
+        assert counts["montage_segments"] == 2
+        store.record_generation([], [], replace_buckets=["medium"])
+        assert [m.montage_id for m in store.montages()] == ["m-new"]

@@ -218,9 +218,17 @@ class Store:
         montages: Iterable[Montage],
         questions: Iterable[Question],
         verifications: Iterable[Verification] = (),
+        *,
+        replace_buckets: Iterable[str] = (),
     ) -> None:
-        """Store montage plans, their questions and verdicts in one transaction."""
+        """Store montage plans, their questions and verdicts in one transaction.
+
+        ``replace_buckets`` first removes every montage of those buckets (with its segments,
+        questions and verdicts): a stage rerun with other parameters then leaves no stale
+        plans behind, while the same parameters write the same rows again.
+        """
         with self.transaction() as con:
+            nemo_rows.delete_buckets(con, replace_buckets)
             nemo_rows.upsert_montages(con, montages)
             nemo_rows.upsert_questions(con, questions)
             nemo_rows.upsert_verifications(con, verifications)

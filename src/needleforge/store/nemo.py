@@ -36,6 +36,19 @@ def upsert_montages(con: duckdb.DuckDBPyConnection, montages: Iterable[Montage])
         )
 
 
+def delete_buckets(con: duckdb.DuckDBPyConnection, buckets: Iterable[str]) -> None:
+    """Remove the montages of ``buckets`` with their segments, questions and verdicts."""
+    wanted = sorted(set(buckets))
+    if not wanted:
+        return
+    doomed = "SELECT montage_id FROM montages WHERE bucket IN (SELECT unnest(?))"
+    con.execute(f"DELETE FROM verifications WHERE question_id IN (SELECT question_id FROM "
+                f"questions WHERE montage_id IN ({doomed}))", [wanted])
+    con.execute(f"DELETE FROM questions WHERE montage_id IN ({doomed})", [wanted])
+    con.execute(f"DELETE FROM montage_segments WHERE montage_id IN ({doomed})", [wanted])
+    con.execute("DELETE FROM montages WHERE bucket IN (SELECT unnest(?))", [wanted])
+
+
 def upsert_questions(con: duckdb.DuckDBPyConnection, questions: Iterable[Question]) -> None:
     rows = [(q.question_id, q.montage_id, q.needle_type, q.target_scene_id, q.target_object_id,
              q.description, q.text, q.template_id, q.backend, q.model_version)

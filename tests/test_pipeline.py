@@ -1,0 +1,91 @@
+"""The pipeline end to end on a small studio corpus: studio → ingest → represent → nemo →
+render, through the CLI (the same functions DVC and Prefect call), plus the generate flow.
+
+Checks the things only the whole chain shows: questions about objects the studio really
+placed, answers inside their montages, rendered montages matching their plans frame for frame
+in length, and reruns that change nothing.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import av
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from flows.generate import generate_flow
+from needleforge.cli import app
+from needleforge.store import Store
+
+runner = CliRunner()
+
+
+@pytest.fixture(scope="module")
+def corpus_db(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """A one-program studio corpus (2 × 45 s, 640x360), ingested and represented."""
+    root = tmp_path_factory.mktemp("pipeline")
+    params = root / "params.yaml"
+    params.write_text(yaml.safe_dump({
+        "studio": {"seed": 3, "real_clips": [], "programs": [
+            {"name": "tiny", "n_videos": 2, "video_duration_s": 45, "min_scene_s": 5,
+             "max_scene_s": 10}]},
+        "scenes": {"backend": "opencv"},
+    }))
+    db = root / "db" / "nf.duckdb"
+    for args in (["studio", "--out", str(root / "studio")],
+                 ["ingest", str(root / "studio" / "manifest.yaml"), "--db", str(db)],
+                 ["represent", "--db", str(db)]):
+        result = runner.invoke(app, [*args, "--params", str(params)])
+        assert result.exit_code == 0, result.output
+    return db, params
+
+
+@pytest.mark.slow
+def test_nemo_and_render_from_the_cli(corpus_db: tuple[Path, Path], tmp_path: Path) -> None:
+    db, params = corpus_db
+    result = runner.invoke(app, ["nemo", "--db", str(db), "--params", str(params)])
+    assert result.exit_code == 0, result.output
+    with Store(db, read_only=True) as store:
+        montages = {m.montage_id: m for m in store.montages()}
+        questions = store.questions()
+        verdicts = {v.question_id: v for v in store.verifications()}
+        before = store.query("SELECT * FROM montage_segments ORDER BY ALL")
+    assert questions and montages and all(q.question_id in verdicts for q in questions)
+    assert {q.needle_type for q in questions} == {"object", "scene"}
+    studio_labels = {"person", "cat", "cup", "motorcycle"}
+    for q in questions:
+        montage = montages[q.montage_id]
+        assert montage.bucket == "short" and montage.duration_s < 150
+        for start, end in montage.target_spans():
+            assert 0 <= start < end <= montage.duration_s + 1e-6
+        if q.needle_type == "object":
+            assert any(label in q.text for label in studio_labels), q.text
+
+    again = runner.invoke(app, ["nemo", "--db", str(db), "--params", str(params)])
+    assert again.exit_code == 0
+    with Store(db, read_only=True) as store:
+        assert store.query("SELECT * FROM montage_segments ORDER BY ALL") == before
+
+    out = tmp_path / "render"
+    rendered = runner.invoke(app, ["render", "--db", str(db), "--out", str(out),
+                                   "--params", str(params)])
+    assert rendered.exit_code == 0, rendered.output
+    for montage in montages.values():
+        with av.open(str(out / f"{montage.montage_id}.mp4")) as container:
+            stream = container.streams.video[0]
+            frames = sum(1 for _ in container.decode(stream))
+        assert abs(frames - round(montage.duration_s * 25)) <= 1
+    rerun = runner.invoke(app, ["render", "--db", str(db), "--out", str(out),
+                                "--params", str(params)])
+    assert f"({len(montages)} already current)" in " ".join(rerun.output.split())
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("prefect_harness")
+def test_generate_flow(corpus_db: tuple[Path, Path]) -> None:
+    db, params = corpus_db
+    counts = generate_flow(db, params)
+    assert counts["montages"] == counts["questions"] > 0
+    assert counts["passed"] <= counts["questions"]
