@@ -272,6 +272,29 @@ def render(
 
 @app.command()
 @_user_errors
+def validate(
+    db: DbOption = DEFAULT_DB,
+    out: Annotated[Path, typer.Option("--out", help="Folder for the quality report "
+                                      "(Data Docs in <out>/quality/).", file_okay=False)]
+    = Path("data/quality"),
+    questions: Annotated[Path | None, typer.Option(
+        "--questions", help="A release's questions.jsonl to check too.", dir_okay=False)]
+    = None,
+    params_path: ParamsOption = None,
+) -> None:
+    """Run the Great Expectations quality gate; exit 1 listing every failing expectation."""
+    from needleforge.quality import validate as run_validate
+
+    params = _params(params_path)
+    with console.status("validating the store with Great Expectations…"):
+        result = run_validate(db, out_dir=out, questions=questions, params=params.quality)
+    console.print(result.to_text(), highlight=False, markup=False)
+    if not result.passed:
+        raise typer.Exit(code=1)
+
+
+@app.command()
+@_user_errors
 def score(
     questions: Annotated[Path, typer.Option("--questions", help="Release questions.jsonl.",
                                             dir_okay=False)],

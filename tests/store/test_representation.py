@@ -93,3 +93,21 @@ def test_version_1_store_is_migrated(tmp_path: Path) -> None:
     with Store(db) as store:
         assert store.schema_version == SCHEMA_VERSION
         assert store.counts()["scenes"] == 0
+
+
+def test_version_3_store_without_target_ids_is_migrated(tmp_path: Path) -> None:
+    db = tmp_path / "v3.duckdb"
+    con = duckdb.connect(str(db))
+    con.execute("CREATE TABLE schema_version (version INTEGER PRIMARY KEY, "
+                "applied_at TIMESTAMP NOT NULL)")
+    for version in range(3):
+        for statement in MIGRATIONS[version]:
+            con.execute(statement.replace("target_id       VARCHAR,", ""))
+    con.execute("INSERT INTO schema_version VALUES (3, now())")
+    con.close()
+    with Store(db) as store:
+        assert store.schema_version == SCHEMA_VERSION
+        columns = [r[0] for r in store.query(
+            "SELECT column_name FROM information_schema.columns "
+            "WHERE table_name = 'montage_segments'")]
+    assert "target_id" in columns

@@ -8,7 +8,7 @@ a fresh store runs them all in order.
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 _V1 = (
     """
@@ -171,8 +171,12 @@ _V3 = (
     """,
 )
 
+# Version 4: segments name their target (several targets per long montage). Version 3 stores
+# written before the column existed get it here; fresh ones already have it (no-op).
+_V4 = ("ALTER TABLE montage_segments ADD COLUMN IF NOT EXISTS target_id VARCHAR",)
+
 #: ``MIGRATIONS[n]`` upgrades a store at version ``n`` to ``n + 1`` (version 0 = empty file).
-MIGRATIONS: dict[int, tuple[str, ...]] = {0: _V1, 1: _V2, 2: _V3}
+MIGRATIONS: dict[int, tuple[str, ...]] = {0: _V1, 1: _V2, 2: _V3, 3: _V4}
 
 TABLES: tuple[str, ...] = (
     "videos", "ingest_rejections", "scenes", "scene_tags", "objects", "object_boxes",

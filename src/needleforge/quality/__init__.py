@@ -1,0 +1,22 @@
+"""The quality gate: Great Expectations suites over every table and the release (stage 8).
+
+Public API (cheap to import; Great Expectations loads only when a gate runs):
+
+- :func:`run_gate` / :func:`validate` run every suite, build the Data Docs quality report
+  into ``out_dir/quality/`` and return a :class:`GateResult` naming each :class:`Failure`;
+- :mod:`needleforge.quality.suites` defines the suites in code, one function per table;
+- :mod:`needleforge.quality.context` renders the GX file context config (``expectations/``).
+"""
+
+from needleforge.quality.gate import read_questions_jsonl, run_gate, validate
+from needleforge.quality.results import Failure, GateResult, QualityError, SuiteOutcome
+
+__all__ = [
+    "Failure",
+    "GateResult",
+    "QualityError",
+    "SuiteOutcome",
+    "read_questions_jsonl",
+    "run_gate",
+    "validate",
+]

@@ -1,0 +1,202 @@
+"""The quality gate (pipeline stage 8): every suite over the store and the release, one verdict.
+
+:func:`run_gate` validates each store table (and the release's question records, when given)
+against its code-defined suite, builds the GX Data Docs into ``out_dir/quality/`` as the
+release's quality report, writes ``summary.json`` beside it, and returns every failing
+expectation by name. The release must not ship when ``GateResult.passed`` is false.
+
+Great Expectations is imported only when a gate runs (it costs seconds to import), so this
+module is cheap to import from the CLI.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+from collections.abc import Collection, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from needleforge.config import QualityParams
+from needleforge.quality.results import Failure, GateResult, QualityError, SuiteOutcome
+
+if TYPE_CHECKING:
+    import pandas as pd
+    from great_expectations.data_context.data_context.file_data_context import (
+        FileDataContext,
+    )
+
+#: The release's quality report folder, under the release (``out_dir``).
+REPORT_DIR = "quality"
+SUMMARY_FILE = "summary.json"
+# What a previous report left in REPORT_DIR; removed first so no stale page survives.
+_REPORT_ENTRIES = ("index.html", SUMMARY_FILE, "expectations", "validations", "static")
+#: Suite names, in run order (kept here so validating ``only`` needs no GX import).
+SUITE_NAMES = ("videos", "scenes", "objects", "montages", "montage_segments", "questions",
+               "verifications", "release")
+
+
+def run_gate(
+    *,
+    db: Path,
+    release_questions: Sequence[Mapping[str, Any]] | None,
+    out_dir: Path,
+    params: QualityParams,
+    only: Collection[str] | None = None,
+) -> GateResult:
+    """Validate the store (and the release's question records) and build the quality report.
+
+    A suite whose table is empty is skipped with a note, except ``videos`` (a pipeline with
+    no sources is broken) and ``release`` when records are given (an empty release is
+    broken): those run and fail on their row-count expectation. ``release_questions`` None
+    skips the release suite. ``only`` restricts the run to the named suites (e.g. to check a
+    release alone); None runs them all. Malformed data never raises: it fails an expectation.
+
+    Raises:
+        StoreError: ``db`` is missing, not a DuckDB store, at another schema version, or lacks
+            a column its schema version promises.
+        QualityError: an unknown suite in ``only``; the report folder cannot be written, or
+            GX itself failed.
+    """
+    _check_only(only)
+    from needleforge.quality.context import quiet_gx_env
+
+    quiet_gx_env()  # before GX is first imported, below
+    from needleforge.quality.frames import store_frames
+    from needleforge.quality.release_frame import release_frame
+
+    tables = store_frames(db, params=params)
+    if release_questions is not None:
+        tables["release"] = release_frame(release_questions)
+    docs_dir = out_dir / REPORT_DIR
+    _prepare_report_dir(docs_dir)
+    with tempfile.TemporaryDirectory(prefix="needleforge-gx-") as tmp:
+        outcomes, failures = _validate_all(Path(tmp), tables=tables, docs_dir=docs_dir,
+                                           params=params, only=only)
+    result = GateResult(
+        passed=not failures, failures=failures, suites=outcomes,
+        docs_index=docs_dir / "index.html", summary_path=docs_dir / SUMMARY_FILE)
+    try:
+        result.write_summary(docs_dir / SUMMARY_FILE)
+    except OSError as err:
+        raise QualityError(f"{docs_dir}: cannot write {SUMMARY_FILE} ({err})") from None
+    return result
+
+
+def _check_only(only: Collection[str] | None) -> None:
+    if only is None:
+        return
+    if isinstance(only, str):
+        raise QualityError(f"only = {only!r} must be a collection of suite names, not a str")
+    unknown = sorted(set(only) - set(SUITE_NAMES))
+    if unknown:
+        raise QualityError(f"unknown suites {unknown}; choose from {list(SUITE_NAMES)}")
+
+
+def _prepare_report_dir(docs_dir: Path) -> None:
+    try:
+        docs_dir.mkdir(parents=True, exist_ok=True)
+        for name in _REPORT_ENTRIES:
+            entry = docs_dir / name
+            if entry.is_dir() and not entry.is_symlink():
+                shutil.rmtree(entry)
+            elif entry.exists() or entry.is_symlink():
+                entry.unlink()
+    except OSError as err:
+        raise QualityError(f"{docs_dir}: cannot prepare the quality report folder ({err})") \
+            from None
+
+
+def _validate_all(
+    root: Path, *, tables: Mapping[str, pd.DataFrame], docs_dir: Path, params: QualityParams,
+    only: Collection[str] | None,
+) -> tuple[list[SuiteOutcome], list[Failure]]:
+    """Run every suite in a fresh context at ``root``, then build the Data Docs."""
+    from great_expectations.exceptions.exceptions import GreatExpectationsError
+
+    from needleforge.quality.context import DOCS_SITE, open_run_context
+
+    try:
+        context = open_run_context(root, docs_dir=docs_dir)
+        outcomes, failures = _run_suites(context, tables=tables, params=params, only=only)
+        context.build_data_docs(site_names=[DOCS_SITE])
+    except GreatExpectationsError as err:
+        raise QualityError(f"Great Expectations failed: {err}") from err
+    except OSError as err:
+        raise QualityError(f"cannot write the GX context or report ({err})") from err
+    return outcomes, failures
+
+
+def _run_suites(
+    context: FileDataContext, *, tables: Mapping[str, pd.DataFrame], params: QualityParams,
+    only: Collection[str] | None,
+) -> tuple[list[SuiteOutcome], list[Failure]]:
+    from needleforge.quality.runner import add_datasource, validate_frame
+    from needleforge.quality.suites import SUITES
+
+    source = add_datasource(context)
+    outcomes: list[SuiteOutcome] = []
+    failures: list[Failure] = []
+    for spec in SUITES:
+        frame = tables.get(spec.name)
+        if only is not None and spec.name not in only:
+            outcomes.append(SuiteOutcome(spec.name, "skipped", 0, note="not selected"))
+            continue
+        if frame is None:
+            outcomes.append(SuiteOutcome(spec.name, "skipped", 0, note="no release questions "
+                                         "given" if spec.name == "release" else "no data"))
+            continue
+        if frame.empty and not spec.required:
+            outcomes.append(SuiteOutcome(spec.name, "skipped", 0,
+                                         note=f"table {spec.name} is empty"))
+            continue
+        outcome, failed = validate_frame(context, source=source, spec=spec, frame=frame,
+                                         params=params)
+        outcomes.append(outcome)
+        failures.extend(failed)
+    return outcomes, failures
+
+
+def read_questions_jsonl(path: Path) -> list[Any]:
+    """The decoded objects of a release's ``questions.jsonl`` (blank lines skipped).
+
+    Values are returned as decoded, even when they are not objects: the release suite names
+    such records instead of this reader refusing the whole file.
+
+    Raises:
+        QualityError: the file is missing, not UTF-8, or a line is not JSON (line named).
+    """
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise QualityError(f"{path}: questions file not found") from None
+    except UnicodeDecodeError as err:
+        raise QualityError(f"{path}: not UTF-8 ({err.reason} at byte {err.start})") from None
+    records = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            records.append(json.loads(line))
+        except json.JSONDecodeError as err:
+            raise QualityError(f"{path}: line {number} is not JSON ({err.msg})") from None
+    return records
+
+
+def validate(
+    db: Path, *, out_dir: Path, questions: Path | None = None,
+    params: QualityParams | None = None,
+) -> GateResult:
+    """``needleforge validate --db DB --out DIR [--questions Q.jsonl]``: run the gate.
+
+    Reads ``questions`` (a release's ``questions.jsonl``) when given and calls
+    :func:`run_gate`; ``params`` None uses the defaults.
+
+    Raises:
+        StoreError: ``db`` is not a usable store.
+        QualityError: ``questions`` is unreadable, or the gate itself could not run.
+    """
+    records = read_questions_jsonl(questions) if questions is not None else None
+    return run_gate(db=db, release_questions=records, out_dir=out_dir,
+                    params=params or QualityParams())
