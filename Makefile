@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
-DEMO_DB := data/db/nemo.duckdb
+DEMO_DB := data/db/expand.duckdb
 
 export PATH := $(abspath $(VENV))/bin:$(PATH)
 export PREFECT_SERVER_ANALYTICS_ENABLED := false

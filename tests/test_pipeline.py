@@ -89,3 +89,26 @@ def test_generate_flow(corpus_db: tuple[Path, Path]) -> None:
     counts = generate_flow(db, params)
     assert counts["montages"] == counts["questions"] > 0
     assert counts["passed"] <= counts["questions"]
+
+
+@pytest.mark.slow
+def test_expand_from_the_cli(corpus_db: tuple[Path, Path]) -> None:
+    """Short corpus: medium/long fall short with reasons, multi-needle short montages appear."""
+    db, params = corpus_db
+    assert runner.invoke(app, ["nemo", "--db", str(db), "--params", str(params)]).exit_code == 0
+    result = runner.invoke(app, ["expand", "--db", str(db), "--params", str(params)])
+    assert result.exit_code == 0, result.output
+    assert "| Short (< 2.5 min) | Single-Needle |" in result.output
+    with Store(db, read_only=True) as store:
+        montages = store.montages()
+        before = store.query("SELECT * FROM montage_segments ORDER BY ALL")
+    multi = [m for m in montages if len(m.target_spans()) > 1]
+    assert multi, "expected multi-needle montages from targets longer than 6 s"
+    for montage in multi:
+        pieces = [s for s in montage.segments if s.role == "target"]
+        assert all(p.duration_s >= 2.0 - 1e-6 for p in pieces[:-1])
+        assert len({p.target_id for p in pieces}) == 1
+    again = runner.invoke(app, ["expand", "--db", str(db), "--params", str(params)])
+    assert again.exit_code == 0
+    with Store(db, read_only=True) as store:
+        assert store.query("SELECT * FROM montage_segments ORDER BY ALL") == before

@@ -237,6 +237,42 @@ def nemo(db: DbOption = DEFAULT_DB, params_path: ParamsOption = None) -> None:
 
 @app.command()
 @_user_errors
+def expand(db: DbOption = DEFAULT_DB, params_path: ParamsOption = None) -> None:
+    """NeMo stage 3: medium and long montages, multi-needle questions (from verified short)."""
+    from needleforge.nemo import benchmark_table
+    from needleforge.nemo import expand as run_expand
+    from needleforge.store import Store
+
+    params = _params(params_path)
+    with Store(db) as store:
+        with console.status("expanding montages…"):
+            result = run_expand(
+                videos=store.videos(), scenes=store.scenes(), tags=store.scene_tags(),
+                objects=store.objects(), montages=store.montages(), questions=store.questions(),
+                verifications=store.verifications(), params=params.expand, nemo=params.nemo)
+        # Stage 3 owns medium/long montages and the short multi-needle ones it made.
+        stale = [m.montage_id for m in store.montages() if m.bucket != "short"
+                 or any(s.needle_index for s in m.segments)]
+        store.drop_montages(stale)
+        store.record_generation(result.montages, result.questions, result.verifications)
+        table = benchmark_table(store.montages(), store.questions())
+    console.print(
+        f"expand: {len(result.montages)} montage(s), {len(result.questions)} question(s), "
+        f"{len(result.releasable())} passed; {len(result.shortfalls)} montage(s) fell short"
+    )
+    for cell in result.cells:
+        if cell.short_by:
+            console.print(f"  {cell.bucket}/{cell.needles}/{cell.needle_type}: made "
+                          f"{cell.made} of {cell.wanted} wanted ({cell.eligible} eligible)",
+                          highlight=False)
+    for shortfall in result.shortfalls[:5]:
+        console.print(f"  short: {shortfall.bucket}/{shortfall.needles}: {shortfall.reason}",
+                      highlight=False)
+    console.print(table.to_markdown(), markup=False, highlight=False)
+
+
+@app.command()
+@_user_errors
 def render(
     db: DbOption = DEFAULT_DB,
     out: Annotated[Path, typer.Option("--out", help="Folder for <montage_id>.mp4 files.",

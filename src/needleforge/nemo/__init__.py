@@ -18,6 +18,7 @@ nothing and loads no model.
 
 from __future__ import annotations
 
+from needleforge.nemo.expand import CellCount, ExpansionResult, Shortfall, expand
 from needleforge.nemo.frames import VideoKeyframes, scene_times
 from needleforge.nemo.generate import (
     GenerationResult,
@@ -28,19 +29,26 @@ from needleforge.nemo.generate import (
 )
 from needleforge.nemo.negatives import excluded_terms, select_negatives
 from needleforge.nemo.plan import PlanSkip, montage_id_for, plan_short_montage, question_id_for
+from needleforge.nemo.stats import Table2, benchmark_table
 from needleforge.nemo.tables import SceneTables, index_tables
 from needleforge.nemo.targets import Target, is_prominent, object_span, select_targets
 
 __all__ = [
+    "CellCount",
+    "ExpansionResult",
     "GenerationResult",
     "KeyframeSource",
     "PlanSkip",
     "SceneTables",
+    "Shortfall",
     "SkipRecord",
+    "Table2",
     "Target",
     "VideoKeyframes",
+    "benchmark_table",
     "build_backends",
     "excluded_terms",
+    "expand",
     "generate",
     "index_tables",
     "is_prominent",

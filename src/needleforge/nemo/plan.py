@@ -74,7 +74,7 @@ def question_id_for(
     return "q" + _digest([montage_id, needle_type, target_id, template_id])
 
 
-def _tile(pieces: Sequence[_Piece]) -> tuple[Segment, ...]:
+def _tile(pieces: Sequence[_Piece], *, target_id: str) -> tuple[Segment, ...]:
     """Segments back to back; starts rounded to 1 ns so sums print cleanly (15.0, not
     14.999999999999998) while staying far inside the montage's 1 µs tiling tolerance."""
     segments: list[Segment] = []
@@ -86,6 +86,7 @@ def _tile(pieces: Sequence[_Piece]) -> tuple[Segment, ...]:
             src_start_s=piece.src_start_s, src_end_s=piece.src_end_s,
             montage_start_s=round(clock, 9),
             role=piece.role, needle_index=0 if target else None,
+            target_id=target_id if target else None,
         )
         segments.append(segment)
         clock = segment.montage_end_s
@@ -139,7 +140,7 @@ def plan_short_montage(
     depth = rng.randint(0, len(chosen))
     pieces = [_Piece(s, s.start_s, s.end_s, "negative") for s in chosen]
     pieces.insert(depth, _Piece(target.scene, start_s, end_s, "target"))
-    segments = _tile(pieces)
+    segments = _tile(pieces, target_id=target.target_id)
     duration_s = segments[-1].montage_end_s
     bucket = bucket_for(duration_s)
     if bucket != "short":

@@ -233,6 +233,11 @@ class Store:
             nemo_rows.upsert_questions(con, questions)
             nemo_rows.upsert_verifications(con, verifications)
 
+    def drop_montages(self, montage_ids: Iterable[str]) -> None:
+        """Remove montages with their segments, questions and verdicts (one transaction)."""
+        with self.transaction() as con:
+            nemo_rows.delete_montages(con, montage_ids)
+
     def montages(self) -> list[Montage]:
         return nemo_rows.load_montages(self._con)
 

@@ -49,6 +49,17 @@ def delete_buckets(con: duckdb.DuckDBPyConnection, buckets: Iterable[str]) -> No
     con.execute("DELETE FROM montages WHERE bucket IN (SELECT unnest(?))", [wanted])
 
 
+def delete_montages(con: duckdb.DuckDBPyConnection, montage_ids: Iterable[str]) -> None:
+    """Remove the given montages with their segments, questions and verdicts."""
+    ids = sorted(set(montage_ids))
+    if not ids:
+        return
+    con.execute("DELETE FROM verifications WHERE question_id IN (SELECT question_id FROM "
+                "questions WHERE montage_id IN (SELECT unnest(?)))", [ids])
+    for table in ("questions", "montage_segments", "montages"):
+        con.execute(f"DELETE FROM {table} WHERE montage_id IN (SELECT unnest(?))", [ids])
+
+
 def upsert_questions(con: duckdb.DuckDBPyConnection, questions: Iterable[Question]) -> None:
     rows = [(q.question_id, q.montage_id, q.needle_type, q.target_scene_id, q.target_object_id,
              q.description, q.text, q.template_id, q.backend, q.model_version)

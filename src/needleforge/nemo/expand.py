@@ -1,0 +1,194 @@
+"""NeMo Stage 3 as one pure function: verified short questions in, longer and split ones out.
+
+Seed 001 (Sec. 3.2.2 Stage 3, App. D.3–D.4) grows verified short montages into medium
+(150–900 s) and long (> 900 s) ones with more negatives, and turns single-needle questions
+with a target longer than six seconds into multi-needle ones. Here every output row is a
+**lane** — short/multi, medium/single, medium/multi, long/single, long/multi — with a cap
+per needle type (:class:`~needleforge.config.ExpandParams`). Lanes are filled one after
+another; a source (a verified short question, :mod:`~needleforge.nemo.sources`) can be
+used once per lane, so one short question may yield a medium and a long copy.
+
+**Groups.** A short or medium montage is built around targets of one video, a long one
+around targets of one program (negatives may then come from the program's other videos:
+same shooting style). Medium and long montages carry up to ``medium_targets`` /
+``long_targets`` targets. Targets may share a montage only when **compatible**: distinct
+scenes, and neither target's scene holds a term the other excludes (its label or top tags).
+A target's segments are distractors for every other question of the montage, so this is
+the negative rule applied between targets; it also means no two targets of one montage
+share a label or a top tag, else one question's answer would include the other's needle.
+Sources are taken in a seeded random order and put into the first open compatible group
+of their video/program; full groups are planned first (:func:`grow.plan_group`), then the
+partly filled ones. A group whose targets together exclude too much is halved and retried.
+
+**Questions and verdicts.** Each target of a planned montage gets a copy of its short
+question with a new id (:func:`plan.question_id_for`) whose answer is that target's spans
+(``target_id`` on the segments), and a verdict re-checked on the new distractors
+(:mod:`~needleforge.nemo.recheck`).
+
+**Shortfalls.** A group that cannot be planned (too few negatives, one short video in a
+program) is skipped with a :class:`Shortfall` naming the questions and the figures, and
+:class:`CellCount` reports per row and needle type how many questions were wanted, could
+have been sourced and were made. Nothing is ever forced into a montage outside its bucket.
+Every group draws from its own ``random.Random`` seeded by the seed, lane and source ids:
+the same inputs and seed give identical plans.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable
+
+from needleforge.config import CellCaps, ExpandParams, NemoParams
+from needleforge.nemo.grow import GroupSkip, Lane, Needles, PlanContext, plan_group
+from needleforge.nemo.lanes import fill_lane, lanes_for
+from needleforge.nemo.plan import question_id_for
+from needleforge.nemo.pool import ScenePool, TermIndex
+from needleforge.nemo.recheck import recheck
+from needleforge.nemo.sources import Source, find_sources
+from needleforge.nemo.tables import index_tables
+from needleforge.records import (
+    Bucket,
+    Montage,
+    NeedleType,
+    ObjectTrack,
+    Question,
+    Scene,
+    SceneTag,
+    Verification,
+    Video,
+)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Shortfall:
+    """A montage that was not made: its lane, the source questions it would carry, why."""
+
+    bucket: Bucket
+    needles: Needles
+    question_ids: tuple[str, ...]
+    reason: str
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class CellCount:
+    """One row × needle type: questions wanted (-1 = all), sourceable, made, passed."""
+
+    bucket: Bucket
+    needles: Needles
+    needle_type: NeedleType
+    wanted: int
+    eligible: int
+    made: int
+    passed: int
+
+    @property
+    def short_by(self) -> int:
+        """Questions fewer than wanted (than sourceable, when wanted is -1) that were made."""
+        goal = self.eligible if self.wanted < 0 else self.wanted
+        return max(0, goal - self.made)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ExpansionResult:
+    """Records for ``Store.record_generation`` plus what fell short and the counts."""
+
+    montages: tuple[Montage, ...]
+    questions: tuple[Question, ...]
+    verifications: tuple[Verification, ...]
+    shortfalls: tuple[Shortfall, ...]
+    cells: tuple[CellCount, ...] = ()
+
+    def releasable(self) -> tuple[Question, ...]:
+        """The questions whose verdict passed."""
+        passed = {v.question_id for v in self.verifications if v.passed}
+        return tuple(q for q in self.questions if q.question_id in passed)
+
+
+@dataclasses.dataclass
+class _Output:
+    montages: list[Montage] = dataclasses.field(default_factory=list)
+    questions: list[Question] = dataclasses.field(default_factory=list)
+    verifications: list[Verification] = dataclasses.field(default_factory=list)
+    shortfalls: list[Shortfall] = dataclasses.field(default_factory=list)
+
+
+def _record(
+    group: list[Source], lane: Lane, *, ctx: PlanContext, out: _Output
+) -> list[tuple[NeedleType, bool]]:
+    """Plan ``group``; record its records or its shortfall. Returns (type, passed) made.
+
+    A group of several targets that cannot be planned (their excluded terms together leave
+    too few negatives) is halved and each half tried on its own; a single target that still
+    cannot be planned is recorded as a shortfall.
+    """
+    plan = plan_group(group, lane, ctx=ctx)
+    if isinstance(plan, GroupSkip):
+        if len(group) > 1:
+            half = (len(group) + 1) // 2
+            return (_record(group[:half], lane, ctx=ctx, out=out)
+                    + _record(group[half:], lane, ctx=ctx, out=out))
+        out.shortfalls.append(Shortfall(lane.bucket, lane.needles,
+                                        tuple(s.key for s in group), plan.reason))
+        return []
+    out.montages.append(plan)
+    made = []
+    for source in group:
+        q = source.question
+        qid = question_id_for(plan.montage_id, needle_type=q.needle_type,
+                              target_id=source.target_id, template_id=q.template_id)
+        verdict = recheck(source, plan, question_id=qid, index=ctx.index)
+        out.questions.append(dataclasses.replace(q, question_id=qid,
+                                                 montage_id=plan.montage_id))
+        out.verifications.append(verdict)
+        made.append((q.needle_type, verdict.passed))
+    return made
+
+
+def _caps(params: ExpandParams, lane: Lane) -> CellCaps:
+    if lane.bucket == "short":
+        return params.short_multi
+    bucket = params.medium if lane.bucket == "medium" else params.long
+    return bucket.single if lane.needles == "single" else bucket.multi
+
+
+def expand(
+    *,
+    videos: Iterable[Video],
+    scenes: Iterable[Scene],
+    tags: Iterable[SceneTag],
+    objects: Iterable[ObjectTrack],
+    montages: Iterable[Montage],
+    questions: Iterable[Question],
+    verifications: Iterable[Verification],
+    params: ExpandParams,
+    nemo: NemoParams,
+) -> ExpansionResult:
+    """Verified short questions → short multi-needle, medium and long montages and questions.
+
+    ``nemo`` gives the negative rule of stage 2 (``scene_top_tags``, ``min_negative_s``),
+    so expanded negatives are chosen exactly like short ones. Scenes of videos not among
+    ``videos`` are ignored, and so are questions about them. Raises:
+        NemoError: a tag or object of an unknown scene, or a scene listed twice.
+    """
+    videos = list(videos)
+    tables = index_tables(scenes, tags=tags, objects=objects,
+                          video_ids=[v.video_id for v in videos])
+    sources = find_sources(tables, montages=montages, questions=questions,
+                           verifications=verifications, nemo=nemo)
+    watched = set().union(*(s.excluded | s.claims for s in sources))
+    ctx = PlanContext(pool=ScenePool(tables, videos=videos),
+                      index=TermIndex(tables, watched=watched), seed=params.seed,
+                      min_negative_s=nemo.min_negative_s, min_piece_s=params.min_piece_s,
+                      max_pieces=params.max_pieces)
+    out = _Output()
+    cells: list[CellCount] = []
+    for lane in lanes_for(params):
+        caps = _caps(params, lane)
+        counts = fill_lane(sources, lane, caps=caps, ctx=ctx, params=params,
+                           plan=lambda group, ln: _record(group, ln, ctx=ctx, out=out))
+        for needle_type in ("object", "scene"):
+            eligible, made, passed = counts[needle_type]
+            cells.append(CellCount(lane.bucket, lane.needles, needle_type,
+                                   getattr(caps, needle_type), eligible, made, passed))
+    return ExpansionResult(tuple(out.montages), tuple(out.questions),
+                           tuple(out.verifications), tuple(out.shortfalls), tuple(cells))

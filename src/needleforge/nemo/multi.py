@@ -1,0 +1,134 @@
+"""Multi-needle pieces: a target cut on the keyframe grid and spread among the negatives.
+
+NeMo (seed 001, App. D.4) turns a single-needle question whose target lasts more than six
+seconds into a multi-needle one: the target is cut into clips of more than two seconds that
+are inserted at random places in the montage, and the answer is every clip's span.
+
+Rules kept here (the planner in :mod:`~needleforge.nemo.grow` relies on them):
+
+* **Grid.** The render cache has a keyframe every whole second from each scene's start and
+  the target span already starts on that grid (:func:`targets.object_span`), so every cut is
+  ``start + k`` for a whole ``k``: all pieces but the last last a whole number of seconds,
+  the last one takes the remainder and ends exactly where the target ends. Together the
+  pieces are the target span, with no gap and no overlap.
+* **Length.** Every piece lasts at least ``min_piece_s`` (whole pieces at least
+  ``ceil(min_piece_s)``); the spare seconds are spread by a uniformly drawn composition.
+* **Placement.** Pieces go into distinct gaps between negatives (before the first, between
+  two, after the last), so no two target segments are ever adjacent: two adjacent pieces
+  would play as one clip and merge into one answer span. That needs ``pieces <= negatives
+  + 1``. The order of pieces among themselves is shuffled too (the paper inserts them at
+  random).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import random
+from collections.abc import Sequence
+from typing import TypeAlias, TypeVar
+
+#: ``(start_s, end_s)`` in source seconds.
+Span: TypeAlias = tuple[float, float]
+_T = TypeVar("_T")
+#: Slack for float seconds compared against whole-second thresholds.
+_EPS = 1e-9
+
+
+def _whole_piece_s(min_piece_s: float) -> int:
+    """Length floor of a piece that must last a whole number of seconds."""
+    return max(1, math.ceil(min_piece_s - _EPS))
+
+
+def piece_limit(duration_s: float, *, min_piece_s: float) -> int:
+    """The most pieces a target of ``duration_s`` splits into under the rules (1 = none).
+
+    Raises:
+        ValueError: when ``min_piece_s`` is not positive.
+    """
+    if min_piece_s <= 0:
+        raise ValueError(f"min_piece_s = {min_piece_s} must be > 0")
+    spare_s = duration_s - min_piece_s
+    step = _whole_piece_s(min_piece_s)
+    if spare_s + _EPS < step:
+        return 1
+    return math.floor(spare_s / step + _EPS) + 1
+
+
+def split_span(
+    span: Span, *, n_pieces: int, min_piece_s: float, rng: random.Random
+) -> tuple[Span, ...]:
+    """``span`` cut into ``n_pieces`` contiguous pieces at whole seconds from its start.
+
+    The first ``n_pieces - 1`` pieces last a whole number of seconds (at least
+    ``ceil(min_piece_s)``), the last one at least ``min_piece_s`` and ends at ``span[1]``.
+
+    Raises:
+        ValueError: when ``n_pieces`` < 2 or more than :func:`piece_limit` allows.
+    """
+    start_s, end_s = span
+    limit = piece_limit(end_s - start_s, min_piece_s=min_piece_s)
+    if not 2 <= n_pieces <= limit:
+        raise ValueError(f"n_pieces = {n_pieces} not in [2, {limit}] for a span of "
+                         f"{end_s - start_s:.3f} s with min_piece_s = {min_piece_s}")
+    step = _whole_piece_s(min_piece_s)
+    spare = math.floor(end_s - start_s - min_piece_s + _EPS) - (n_pieces - 1) * step
+    # Stars and bars: n_pieces - 1 bars among spare + n_pieces - 1 slots split the spare
+    # whole seconds into n_pieces parts; the last part stays with the last piece.
+    bars = sorted(rng.sample(range(spare + n_pieces - 1), n_pieces - 1))
+    extras = [bar - prev - 1 for prev, bar in zip([-1, *bars[:-1]], bars, strict=True)]
+    # Each cut is computed once and shared by the pieces on both sides of it, so pieces
+    # meet exactly (no float gap between one piece's end and the next one's start).
+    cuts = [start_s]
+    offset = 0
+    for extra in extras:
+        offset += step + extra
+        cuts.append(start_s + offset)
+    cuts.append(end_s)
+    return tuple(itertools.pairwise(cuts))
+
+
+def draw_piece_count(
+    span: Span, *, min_piece_s: float, max_pieces: int | None, room: int | None,
+    rng: random.Random,
+) -> int:
+    """A uniformly drawn piece count in ``[2, limit]`` (0 when the span cannot be split).
+
+    ``limit`` is the smallest of :func:`piece_limit`, ``max_pieces`` and ``room`` (how many
+    target segments the negatives can keep apart); None means no such bound.
+    """
+    limit = piece_limit(span[1] - span[0], min_piece_s=min_piece_s)
+    for bound in (max_pieces, room):
+        if bound is not None:
+            limit = min(limit, bound)
+    return rng.randint(2, limit) if limit >= 2 else 0
+
+
+def interleave(
+    negatives: Sequence[_T], needles: Sequence[_T], *, rng: random.Random
+) -> list[_T]:
+    """``needles`` shuffled into distinct random gaps of ``negatives`` (never adjacent).
+
+    The negatives keep their order; each gap (before, between, after them) takes at most
+    one needle, every choice of gaps equally likely.
+
+    Raises:
+        ValueError: when there are more needles than gaps (``len(negatives) + 1``).
+    """
+    if len(needles) > len(negatives) + 1:
+        raise ValueError(f"{len(needles)} needles cannot be kept apart by "
+                         f"{len(negatives)} negatives (at most {len(negatives) + 1})")
+    order = list(needles)
+    rng.shuffle(order)
+    gaps = sorted(rng.sample(range(len(negatives) + 1), len(order)))
+    out: list[_T] = []
+    pending = iter(order)
+    chosen = iter(gaps)
+    gap = next(chosen, None)
+    for i in range(len(negatives) + 1):
+        if gap == i:
+            out.append(next(pending))
+            gap = next(chosen, None)
+        if i < len(negatives):
+            out.append(negatives[i])
+    return out
