@@ -112,3 +112,28 @@ def test_expand_from_the_cli(corpus_db: tuple[Path, Path]) -> None:
     assert again.exit_code == 0
     with Store(db, read_only=True) as store:
         assert store.query("SELECT * FROM montage_segments ORDER BY ALL") == before
+
+
+@pytest.mark.slow
+def test_vnbench_from_the_cli(corpus_db: tuple[Path, Path], tmp_path: Path) -> None:
+    """Every subtask gets samples whose 4 records rotate the correct letter through A-D."""
+    import json
+
+    db, _ = corpus_db
+    params = tmp_path / "params.yaml"
+    params.write_text(yaml.safe_dump({"vnbench": {"samples_per_subtask": 1,
+                                                  "min_haystack_s": 10,
+                                                  "max_haystack_s": 12}}))
+    out = tmp_path / "vnbench"
+    result = runner.invoke(app, ["vnbench", "--db", str(db), "--out", str(out),
+                                 "--params", str(params)])
+    assert result.exit_code == 0, result.output
+    records = [json.loads(line) for line in (out / "questions.jsonl").read_text().splitlines()]
+    tasks = {r["task"] for r in records}
+    assert {"ret_edit1", "ord_insert1", "cnt_edit2"} <= tasks
+    by_sample: dict[str, list[int]] = {}
+    for record in records:
+        by_sample.setdefault(record["question_id"], []).append(record["answer_index"])
+        assert (out / record["video"]).is_file()
+    assert all(sorted(letters) == [0, 1, 2, 3] for letters in by_sample.values())
+    assert json.loads((out / "vnbench.json").read_text())

@@ -273,6 +273,41 @@ def expand(db: DbOption = DEFAULT_DB, params_path: ParamsOption = None) -> None:
 
 @app.command()
 @_user_errors
+def vnbench(
+    db: DbOption = DEFAULT_DB,
+    out: Annotated[Path, typer.Option("--out", help="Folder for samples, questions.jsonl and "
+                                      "vnbench.json.", file_okay=False)] = Path("data/vnbench"),
+    cache_dir: Annotated[Path | None, typer.Option(
+        "--cache", help="Haystack clip and asset cache (default: <out>/.cache).",
+        file_okay=False)] = None,
+    params_path: ParamsOption = None,
+) -> None:
+    """VideoNIAH / VNBench: needles edited into or inserted between haystack frames."""
+    from needleforge.backends import default_registry
+    from needleforge.store import Store
+    from needleforge.vnbench import build_vnbench
+    from needleforge.vnbench.export import write_jsonl, write_vnbench_json
+
+    params = _params(params_path)
+    embedder = default_registry().create("image_embedder", params.vnbench.embedder,
+                                         **params.vnbench.embedder_options)
+    with Store(db, read_only=True) as store:
+        videos = store.videos()
+    with console.status("building VNBench samples…"):
+        result = build_vnbench(videos=videos, params=params.vnbench, out_dir=out,
+                               cache_dir=cache_dir or out / ".cache", render=params.render,
+                               embedder=embedder)
+    write_jsonl(result.questions, path=out / "questions.jsonl")
+    write_vnbench_json(result.vnbench_json, path=out / "vnbench.json")
+    console.print(f"vnbench: {len(result.samples)} sample(s) × 4 rotations → "
+                  f"{len(result.questions)} question record(s) in {out}; "
+                  f"{len(result.skipped)} skipped")
+    for skip in result.skipped[:5]:
+        console.print(f"  skipped: {skip}", highlight=False)
+
+
+@app.command()
+@_user_errors
 def render(
     db: DbOption = DEFAULT_DB,
     out: Annotated[Path, typer.Option("--out", help="Folder for <montage_id>.mp4 files.",

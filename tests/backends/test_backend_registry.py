@@ -41,12 +41,13 @@ def test_a_new_registry_is_empty() -> None:
 def test_default_registry_has_the_shipped_backends() -> None:
     registry = default_registry()
     assert registry.families() == ("tagger", "detector", "text_reader", "describer",
-                                   "verifier")
+                                   "verifier", "image_embedder")
     assert registry.names("tagger") == ("embedded", "hf", "hf_vlm", "ram_plus")
     assert registry.names("detector") == ("embedded",)
     assert registry.names("text_reader") == ("embedded",)
     assert registry.names("describer") == ("embedded", "hf_vlm", "openai_http")
     assert registry.names("verifier") == ("embedded", "hf_vlm", "openai_http")
+    assert registry.names("image_embedder") == ("embedded", "hf")
 
 
 def test_registries_are_independent_objects() -> None:

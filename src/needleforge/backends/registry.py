@@ -18,17 +18,20 @@ from types import MappingProxyType
 from typing import Any, Literal, TypeAlias, cast, get_args, overload
 
 from needleforge.backends.base import Detector, Tagger, TextReader
+from needleforge.backends.embedder import ImageEmbedder
 from needleforge.backends.writing import Describer, Verifier
 from needleforge.errors import BackendError
 
-Family: TypeAlias = Literal["tagger", "detector", "text_reader", "describer", "verifier"]
+Family: TypeAlias = Literal[
+    "tagger", "detector", "text_reader", "describer", "verifier", "image_embedder"
+]
 #: Every backend family, in a stable order (used in error messages).
 FAMILIES: tuple[Family, ...] = get_args(Family)
-Backend: TypeAlias = Tagger | Detector | TextReader | Describer | Verifier
+Backend: TypeAlias = Tagger | Detector | TextReader | Describer | Verifier | ImageEmbedder
 
 _PROTOCOLS: Mapping[Family, type] = MappingProxyType(
     {"tagger": Tagger, "detector": Detector, "text_reader": TextReader,
-     "describer": Describer, "verifier": Verifier}
+     "describer": Describer, "verifier": Verifier, "image_embedder": ImageEmbedder}
 )
 
 
@@ -64,6 +67,11 @@ class Registry:
     def register(
         self, family: Literal["verifier"], name: str, factory: Callable[..., Verifier], *,
         replace: bool = ...,
+    ) -> None: ...
+    @overload
+    def register(
+        self, family: Literal["image_embedder"], name: str,
+        factory: Callable[..., ImageEmbedder], *, replace: bool = ...,
     ) -> None: ...
 
     def register(
@@ -114,6 +122,10 @@ class Registry:
     def create(self, family: Literal["describer"], name: str, /, **options: Any) -> Describer: ...
     @overload
     def create(self, family: Literal["verifier"], name: str, /, **options: Any) -> Verifier: ...
+    @overload
+    def create(
+        self, family: Literal["image_embedder"], name: str, /, **options: Any
+    ) -> ImageEmbedder: ...
     @overload
     def create(self, family: str, name: str, /, **options: Any) -> Backend: ...
 
@@ -189,10 +201,12 @@ def default_registry() -> Registry:
     ``model_dir``).
     """
     from needleforge.backends.embedded.detector import EmbeddedDetector
+    from needleforge.backends.embedded.embedder import EmbeddedImageEmbedder
     from needleforge.backends.embedded.ocr import EmbeddedTextReader
     from needleforge.backends.embedded.tagger import EmbeddedTagger
     from needleforge.backends.embedded.writer import EmbeddedDescriber, EmbeddedVerifier
     from needleforge.backends.hf import HfClassifierTagger
+    from needleforge.backends.hf_embedder import HfClipEmbedder
     from needleforge.backends.hf_vlm import HfVlmTagger
     from needleforge.backends.hf_writer import HfDescriber, HfVerifier
     from needleforge.backends.openai_writer import OpenAIDescriber, OpenAIVerifier
@@ -205,6 +219,8 @@ def default_registry() -> Registry:
     registry.register("tagger", "hf", HfClassifierTagger)
     registry.register("tagger", "hf_vlm", HfVlmTagger)
     registry.register("text_reader", "embedded", EmbeddedTextReader)
+    registry.register("image_embedder", "embedded", EmbeddedImageEmbedder)
+    registry.register("image_embedder", "hf", HfClipEmbedder)
     for name, describer, verifier in (
         ("embedded", EmbeddedDescriber, EmbeddedVerifier),
         ("openai_http", OpenAIDescriber, OpenAIVerifier),

@@ -1,0 +1,270 @@
+"""VNBench render benchmark: touched-seconds re-encode + stream copy against a full re-encode.
+
+For each haystack length (default 60 s and 180 s) and output frame rate (default 25 and
+5 fps), one sample of each of the 9 subtasks is composed on the same haystack (a studio
+episode, 640x360) and rendered two ways:
+
+* *ours* — :func:`needleforge.vnbench.render.render_sample`: the haystack is a clip of the
+  scene-clip cache (encoded once per haystack, reported separately and amortized over the 9
+  samples); a sample re-encodes only its edited seconds (one ffmpeg run) and its inserted
+  stills (cached per image), and joins everything by copying coded frames. The piece cache
+  starts empty for every length, so first-use encodes of stills are counted.
+* *full re-encode* — what moviepy-style generators do: decode the whole haystack from the
+  source (ffmpeg → raw RGB pipe, same normalization filters), composite every needle in
+  Python (subtitle patches drawn with Pillow in the same font and size, pasted image copies,
+  inserted still frames), and encode every frame again (ffmpeg ← raw RGB pipe, the same x264
+  settings, one thread like ours). It runs on ``--baseline-tasks`` (default 3 of the 9).
+
+Figures are wall seconds per sample (the goal is stated in wall time) and CPU seconds (all
+ffmpeg children, read with ``os.wait4``, plus this process's own time for the baseline's
+compositing and our joins). Run: ``.venv/bin/python benchmarks/vnbench_render.py --out DIR``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import datetime as dt
+import hashlib
+import os
+import shutil
+import statistics
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO
+
+from PIL import Image, ImageDraw, ImageFont
+
+from needleforge.config import ProgramParams, RenderParams, StudioParams
+from needleforge.media import probe
+from needleforge.media.cache import (
+    ClipSpec,
+    SceneClipCache,
+    as_args,
+    normalize_filter,
+    video_encoder_options,
+)
+from needleforge.media.ffmpeg import ffmpeg_binary
+from needleforge.records import Authorization, Video, video_id_for
+from needleforge.studio import build_studio
+from needleforge.vnbench.assets import build_builtin_images, load_image_sets
+from needleforge.vnbench.clips import ClipSet
+from needleforge.vnbench.compose import Layout, compose_sample
+from needleforge.vnbench.frames import decode_file
+from needleforge.vnbench.names import SECRET_NAMES
+from needleforge.vnbench.plan import whole_seconds
+from needleforge.vnbench.records import Haystack, VNBenchSample
+from needleforge.vnbench.render import overlay_canvas, render_sample, still_frame
+from needleforge.vnbench.subtasks import SUBTASKS, Pools
+from needleforge.vnbench.text import TextStyle, default_font_path, drawtext_options
+
+GOAL_S = 0.5
+GOAL_RATIO = 15.0
+
+
+def build_source(out: Path, *, seconds: int) -> Video:
+    """One studio episode of ``seconds`` (reused when already built with the same length)."""
+    studio = out / "studio"
+    params = StudioParams(real_clips=[], programs=[ProgramParams(
+        name="bench", n_videos=1, video_duration_s=float(seconds), subtitles=False)])
+    stamp = studio / "bench-params.json"
+    if not stamp.is_file() or stamp.read_text() != params.model_dump_json():
+        shutil.rmtree(studio, ignore_errors=True)
+        build_studio(params, studio)
+        stamp.write_text(params.model_dump_json())
+    path = studio / "programs" / "bench" / "bench-e01.mp4"
+    data = path.read_bytes()
+    sha = hashlib.sha256(data).hexdigest()
+    auth = Authorization(rights_holder="bench", licence_id="bench", scope=("benchmark",),
+                         valid_until=dt.date(2099, 12, 31))
+    return Video(video_id=video_id_for(sha), sha256=sha, program="bench", source_path=str(path),
+                 stored_path=str(path), size_bytes=len(data), media=probe(path),
+                 authorization=auth)
+
+
+def compose_all(haystack: Haystack, *, out: Path, profile: RenderParams) -> list[VNBenchSample]:
+    images, _ = load_image_sets([build_builtin_images(out / "cache")])
+    pools = Pools(names=SECRET_NAMES[:30], images=images, clips=ClipSet(()),
+                  level_categories={1: ("fruit", "animal", "object"), 2: ("landmark",)},
+                  count_min=1, count_max=5)
+    layout = Layout(width=profile.width, height=profile.height, clip_s=2, count_sigma=2.0)
+    return [compose_sample(spec, haystack=haystack, pools=pools, index=0, seed=0,
+                           layout=layout)
+            for spec in SUBTASKS.values()]
+
+
+def _text_patch(text: str, *, style: TextStyle, profile: RenderParams) -> tuple[Image.Image,
+                                                                                 int, int]:
+    """The subtitle as an RGBA patch (Pillow, same font/size/border) and where it goes."""
+    options = drawtext_options(Path("unused"), text=text, style=style, width=profile.width,
+                               height=profile.height)
+    font = ImageFont.truetype(str(style.font_path), int(options["fontsize"]))
+    stroke = int(options["borderw"])
+    left, top, right, bottom = font.getbbox(text, stroke_width=stroke)
+    patch = Image.new("RGBA", (right - left, bottom - top), (0, 0, 0, 0))
+    ImageDraw.Draw(patch).text((-left, -top), text, font=font, fill=style.colour,
+                               stroke_width=stroke, stroke_fill=style.border_colour)
+    margin = max(2, round(0.06 * profile.height))
+    return patch, (profile.width - patch.width) // 2, profile.height - patch.height - margin
+
+
+def _edit_layers(sample: VNBenchSample, *, style: TextStyle, profile: RenderParams
+                 ) -> dict[int, Image.Image]:
+    layers = {}
+    for needle in sample.needles:
+        if needle.method != "edit":
+            continue
+        if needle.text is not None:
+            patch, x, y = _text_patch(needle.text, style=style, profile=profile)
+            canvas = Image.new("RGBA", (profile.width, profile.height), (0, 0, 0, 0))
+            canvas.alpha_composite(patch, (x, y))
+        else:
+            canvas = overlay_canvas(Path(str(needle.asset)), regions=needle.regions,
+                                    width=profile.width, height=profile.height)
+        layers[needle.haystack_s] = canvas
+    return layers
+
+
+def _insert_frames(sample: VNBenchSample, *, profile: RenderParams) -> dict[int, list[bytes]]:
+    inserts = {}
+    for needle in sample.needles:
+        if needle.method == "insert":
+            frame = still_frame(Path(str(needle.asset)), width=profile.width,
+                                height=profile.height).tobytes()
+            inserts[needle.haystack_s] = [frame] * round((needle.end_s - needle.start_s)
+                                                         * profile.fps)
+    return inserts
+
+
+def full_reencode(sample: VNBenchSample, *, out: Path, profile: RenderParams, style: TextStyle
+                  ) -> tuple[float, float]:
+    """Decode, composite and re-encode every frame of ``sample``; (wall s, CPU s)."""
+    started, cpu0 = time.perf_counter(), time.process_time()
+    w, h, fps, hay = profile.width, profile.height, profile.fps, sample.haystack
+    ff = [ffmpeg_binary(), "-hide_banner", "-nostdin", "-loglevel", "error", "-y"]
+    reader = subprocess.Popen(
+        [*ff, "-ss", str(hay.start_s), "-t", str(hay.duration_s + 1), "-i", hay.source,
+         "-vf", normalize_filter(profile), "-frames:v", str(hay.duration_s * fps),
+         "-f", "rawvideo", "-pix_fmt", "rgb24", "pipe:1"], stdout=subprocess.PIPE)
+    options = {**video_encoder_options(profile), "f": "mp4", "x264-params": "stitchable=1"}
+    writer = subprocess.Popen(
+        [*ff, "-f", "rawvideo", "-pix_fmt", "rgb24", "-s", f"{w}x{h}", "-framerate", str(fps),
+         "-i", "pipe:0", *as_args(options), str(out)], stdin=subprocess.PIPE)
+    assert reader.stdout is not None and writer.stdin is not None
+    layers = _edit_layers(sample, style=style, profile=profile)
+    inserts = _insert_frames(sample, profile=profile)
+    for k, raw in enumerate(_frames(reader.stdout, w * h * 3)):
+        second = k // fps
+        if k % fps == 0:
+            for still in inserts.get(second, []):
+                writer.stdin.write(still)
+        if second in layers:
+            frame = Image.frombytes("RGB", (w, h), raw).convert("RGBA")
+            raw = Image.alpha_composite(frame, layers[second]).convert("RGB").tobytes()
+        writer.stdin.write(raw)
+    for still in inserts.get(hay.duration_s, []):
+        writer.stdin.write(still)
+    writer.stdin.close()
+    cpu = sum(_wait_cpu(p) for p in (reader, writer))
+    return time.perf_counter() - started, cpu + time.process_time() - cpu0
+
+
+def _frames(stream: IO[bytes], size: int) -> Iterator[bytes]:
+    while len(chunk := stream.read(size)) == size:
+        yield chunk
+
+
+def _wait_cpu(proc: subprocess.Popen[bytes]) -> float:
+    _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode != 0:
+        raise RuntimeError(f"ffmpeg exited with {proc.returncode}")
+    return usage.ru_utime + usage.ru_stime
+
+
+@dataclasses.dataclass
+class Row:
+    fps: int
+    length_s: int
+    haystack_wall_s: float
+    ours: dict[str, tuple[float, float]]
+    naive: dict[str, tuple[float, float]]
+
+
+def run_length(video: Video, *, length: int, profile: RenderParams, out: Path, style: TextStyle,
+               baseline_tasks: list[str]) -> Row:
+    work = out / f"fps{profile.fps}-l{length}"
+    shutil.rmtree(work, ignore_errors=True)
+    start = min(10, whole_seconds(video.media.duration_s) - length)
+    haystack = Haystack(haystack_id=f"bench-{length}", video_id=video.video_id,
+                        source=video.stored_path, source_sha256=video.sha256, start_s=start,
+                        duration_s=length)
+    cache = SceneClipCache(work / "haystacks", profile=profile)
+    began = time.perf_counter()
+    clip = cache.ensure(ClipSpec(Path(video.stored_path), float(start), float(start + length),
+                                 source_id=video.sha256)).path
+    haystack_wall_s = time.perf_counter() - began
+    ours, naive = {}, {}
+    for sample in compose_all(haystack, out=out, profile=profile):
+        began = time.perf_counter()
+        done = render_sample(sample, haystack_clip=clip, out=work / sample.video, profile=profile,
+                             style=style, piece_root=work / "pieces", work_root=work / "tmp")
+        ours[sample.task] = (time.perf_counter() - began, done.cpu_s)
+        if sample.task in baseline_tasks:
+            naive[sample.task] = full_reencode(sample, out=work / f"naive-{sample.video}",
+                                               profile=profile, style=style)
+            assert len(decode_file(work / f"naive-{sample.video}")) == round(
+                sample.duration_s * profile.fps)
+    return Row(profile.fps, length, haystack_wall_s, ours, naive)
+
+
+def report(rows: list[Row]) -> None:
+    print("\n| fps | haystack | ours s/sample (9 tasks) | ours max | ours CPU s | haystack "
+          "encode s (/9) | full re-encode s/sample | CPU s | ratio (same samples) |")
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for r in rows:
+        walls = [w for w, _ in r.ours.values()]
+        same = [r.ours[t][0] for t in r.naive]
+        naive_wall = statistics.mean(w for w, _ in r.naive.values())
+        ratio = naive_wall / statistics.mean(same)
+        print(f"| {r.fps} | {r.length_s} s | {statistics.mean(walls):.3f} | {max(walls):.3f} | "
+              f"{statistics.mean(c for _, c in r.ours.values()):.3f} | "
+              f"{r.haystack_wall_s:.2f} ({r.haystack_wall_s / 9:.2f}) | {naive_wall:.2f} | "
+              f"{statistics.mean(c for _, c in r.naive.values()):.2f} | {ratio:.1f}x |")
+    for r in rows:
+        per_task = ", ".join(f"{t} {w:.2f}" for t, (w, _) in r.ours.items())
+        print(f"fps {r.fps}, {r.length_s} s — ours per task (wall s): {per_task}")
+    for r in rows:
+        ok = max(w for w, _ in r.ours.values()) <= GOAL_S
+        ratio = statistics.mean(w for w, _ in r.naive.values()) / statistics.mean(
+            r.ours[t][0] for t in r.naive)
+        print(f"goal fps {r.fps} {r.length_s} s: every sample <= {GOAL_S} s: "
+              f"{'met' if ok else 'NOT met'}; >= {GOAL_RATIO:.0f}x full re-encode: "
+              f"{'met' if ratio >= GOAL_RATIO else 'NOT met'} ({ratio:.1f}x)")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--lengths", default="60,180")
+    parser.add_argument("--fps", default="25,5")
+    parser.add_argument("--baseline-tasks", default="ret_edit1,ord_insert1,cnt_edit2")
+    args = parser.parse_args()
+    lengths = [int(v) for v in args.lengths.split(",")]
+    args.out.mkdir(parents=True, exist_ok=True)
+    began = time.perf_counter()
+    video = build_source(args.out, seconds=max(lengths) + 20)
+    print(f"source: {video.stored_path} ({video.media.duration_s:.0f} s), "
+          f"built/reused in {time.perf_counter() - began:.1f} s; load {os.getloadavg()[0]:.2f}")
+    style = TextStyle(font_path=default_font_path())
+    rows = [run_length(video, length=length, profile=RenderParams(fps=int(fps)), out=args.out,
+                       style=style, baseline_tasks=args.baseline_tasks.split(","))
+            for fps in args.fps.split(",") for length in lengths]
+    report(rows)
+    print(f"total {time.perf_counter() - began:.0f} s; load {os.getloadavg()[0]:.2f}")
+
+
+if __name__ == "__main__":
+    main()

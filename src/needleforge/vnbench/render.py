@@ -1,0 +1,278 @@
+"""Render a VNBench sample: re-encode only the touched seconds, stream-copy the rest.
+
+The haystack is one clip of the scene-clip cache (keyframe every second). A sample's video
+is a montage (:func:`~needleforge.media.render.render_montage`) of:
+
+- untouched runs of the haystack clip, copied frame for frame (bit-identical);
+- for **edited** needles, one freshly encoded piece holding all the edited seconds of the
+  sample: the haystack's bytes of those seconds are cut out by index, decoded by one ffmpeg
+  run that draws each subtitle (``drawtext``, see :mod:`~needleforge.vnbench.text`) or
+  overlays each image canvas during its own second only (``enable`` on frame numbers), and
+  re-encoded with the cache's parameters, so each second of the piece starts on a keyframe;
+- for **inserted** needles, a still (the image fitted into the frame on black) or a clip
+  (fitted and padded like any cached clip) encoded once per asset, profile and length into
+  ``<cache>/vnbench-pieces`` and reused by every sample that inserts it; the stills a sample
+  needs that are not cached yet are encoded in one ffmpeg run and cut apart at their
+  keyframes.
+
+So a sample costs at most two small encodes (its edited seconds, its new stills) plus a
+byte-copy join, whatever the haystack's length. A rendered sample has a ``.json`` sidecar
+with the hash of everything that made it; a sample whose video and sidecar match is not
+rendered again.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+import tempfile
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import ffmpeg
+import numpy as np
+from PIL import Image
+
+from needleforge.config import RenderParams
+from needleforge.media.cache import CACHE_VERSION, clip_frames, finish_clip, read_index
+from needleforge.media.render import Piece, RenderedVideo, encode_piece, render_montage
+from needleforge.vnbench.assets import RGB, load_rgb
+from needleforge.vnbench.frames import second_bytes
+from needleforge.vnbench.records import Needle, Region, VNBenchSample
+from needleforge.vnbench.text import TextStyle, drawtext_options, write_textfile
+
+#: Bump when how samples are drawn or joined changes (invalidates sidecars and pieces).
+RENDER_VERSION = 1
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class SampleRender:
+    """A sample's video: ``skipped`` when an up-to-date render was already there."""
+
+    sample_id: str
+    path: Path
+    skipped: bool
+    cpu_s: float
+
+
+def fit_region(size: tuple[int, int], *, width: int, height: int) -> Region:
+    """Where a picture of ``size`` (w, h) lands when fitted into the frame and centred."""
+    img_w, img_h = size
+    scale = min(width / img_w, height / img_h)
+    w, h = max(1, round(img_w * scale)), max(1, round(img_h * scale))
+    return Region(x=(width - w) // 2, y=(height - h) // 2, width=w, height=h)
+
+
+def still_frame(image: Path, *, width: int, height: int) -> RGB:
+    """The frame of an inserted still: the image fitted into the frame on black.
+
+    Raises:
+        VNBenchError: when the image cannot be read.
+    """
+    rgb = Image.fromarray(load_rgb(image))
+    box = fit_region(rgb.size, width=width, height=height)
+    frame = Image.new("RGB", (width, height), (0, 0, 0))
+    frame.paste(rgb.resize((box.width, box.height), Image.Resampling.LANCZOS), (box.x, box.y))
+    return np.asarray(frame, dtype=np.uint8)
+
+
+def overlay_canvas(image: Path, *, regions: Sequence[Region], width: int, height: int
+                   ) -> Image.Image:
+    """A transparent frame-sized RGBA canvas with a copy of ``image`` in each region."""
+    with Image.open(image) as opened:
+        picture = opened.convert("RGBA")
+    canvas = Image.new("RGBA", (width, height), (0, 0, 0, 0))
+    for region in regions:
+        copy = picture.resize((region.width, region.height), Image.Resampling.LANCZOS)
+        canvas.alpha_composite(copy, (region.x, region.y))
+    return canvas
+
+
+def file_sha256(path: Path) -> str:
+    """sha256 of a file's bytes (assets are small: images and short clips)."""
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _piece_path(root: Path, *, kind: str, asset: Path, profile: RenderParams, seconds: int
+                ) -> Path:
+    payload = {"v": RENDER_VERSION, "cache": CACHE_VERSION, "kind": kind,
+               "asset": file_sha256(asset), "seconds": seconds,
+               "profile": profile.model_dump(mode="json", exclude={"workers"})}
+    key = hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
+    return root / key[:2] / f"{key}.h264"
+
+
+def insert_pieces(needles: Sequence[Needle], *, profile: RenderParams, root: Path, work: Path
+                  ) -> tuple[dict[int, Path], float]:
+    """The cached piece of every inserted needle (by index in ``needles``), encoding the
+    missing ones now; and the CPU seconds spent.
+
+    Missing stills are encoded together in one ffmpeg run (one second-aligned piece holding
+    each still in turn), then cut at their keyframes into one cached piece per image: a
+    sample inserting four new images costs one encode, not four. Clips are encoded one by one.
+
+    Raises:
+        MediaError: when ffmpeg fails; VNBenchError when an image cannot be read.
+    """
+    paths: dict[int, Path] = {}
+    missing: dict[Path, Needle] = {}
+    for i, needle in enumerate(needles):
+        if needle.method != "insert":
+            continue
+        seconds = round(needle.end_s - needle.start_s)
+        paths[i] = _piece_path(root, kind=needle.kind, asset=Path(str(needle.asset)),
+                               profile=profile, seconds=seconds)
+        if not paths[i].is_file():
+            missing.setdefault(paths[i], needle)
+    cpu_s = 0.0
+    stills = [(path, n) for path, n in missing.items() if n.kind == "image"]
+    if stills:
+        cpu_s += _encode_stills(stills, profile=profile, work=work)
+    for path, needle in missing.items():
+        if needle.kind == "clip":
+            cpu_s += encode_piece(path, profile=profile, stream=ffmpeg.input(str(needle.asset)),
+                                  duration_s=needle.end_s - needle.start_s).cpu_s
+    return paths, cpu_s
+
+
+def _encode_stills(stills: Sequence[tuple[Path, Needle]], *, profile: RenderParams, work: Path
+                   ) -> float:
+    """Encode still pieces in one run and cut the result into one cached piece each."""
+    frames: list[RGB] = []
+    counts: list[int] = []
+    for _, needle in stills:
+        frame = still_frame(Path(str(needle.asset)), width=profile.width, height=profile.height)
+        counts.append(clip_frames(needle.end_s - needle.start_s, fps=profile.fps))
+        frames += [frame] * counts[-1]
+    combined = work / "stills.h264"
+    done = encode_piece(combined, profile=profile, frames=frames)
+    index = read_index(combined)
+    data = combined.read_bytes()
+    first = 0
+    for (path, _), count in zip(stills, counts, strict=True):
+        tmp = path.with_name(f".{path.stem}.{os.getpid()}.{threading.get_ident()}.h264")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp.write_bytes(data[index.offsets[first]: index.offsets[first + count]])
+        try:
+            finish_clip(tmp, path, profile=profile, n_frames=count, what=f"still piece {path}")
+        finally:
+            tmp.unlink(missing_ok=True)
+            tmp.with_suffix(".json").unlink(missing_ok=True)
+        first += count
+    return done.cpu_s
+
+
+def edit_piece(
+    haystack_clip: Path, *, edits: Sequence[Needle], out: Path, profile: RenderParams,
+    style: TextStyle, work: Path,
+) -> RenderedVideo:
+    """Encode the edited seconds of a sample, in time order, as one piece (see module doc).
+
+    Raises:
+        MediaError: when a second lies outside the clip or ffmpeg fails.
+    """
+    ordered = sorted(edits, key=lambda n: n.haystack_s)
+    source = work / "seconds.h264"
+    source.write_bytes(second_bytes(haystack_clip, seconds=[n.haystack_s for n in ordered]))
+    fps, w, h = profile.fps, profile.width, profile.height
+    stream: Any = ffmpeg.input(str(source), format="h264", framerate=fps)
+    for j, needle in enumerate(ordered):
+        enable = f"between(n,{j * fps},{(j + 1) * fps - 1})"
+        if needle.text is not None:
+            textfile = write_textfile(needle.text, path=work / f"subtitle{j}.txt")
+            options = drawtext_options(textfile, text=needle.text, style=style, width=w,
+                                       height=h)
+            stream = stream.drawtext(enable=enable, **options)
+        else:
+            canvas = work / f"overlay{j}.png"
+            overlay_canvas(Path(str(needle.asset)), regions=needle.regions, width=w,
+                           height=h).save(canvas, compress_level=1)
+            stream = ffmpeg.overlay(stream, ffmpeg.input(str(canvas)), x=0, y=0,
+                                    enable=enable)
+    return encode_piece(out, profile=profile, stream=stream, duration_s=float(len(ordered)))
+
+
+def montage_pieces(sample: VNBenchSample, *, haystack_clip: Path, edit_clip: Path | None,
+                   insert_clips: dict[int, Path]) -> list[Piece]:
+    """The sample as pieces: haystack runs, edited seconds and inserted needles, in order.
+
+    ``insert_clips`` maps the index of each inserted needle in ``sample.needles`` to its
+    piece; the ``j``-th edited second (in time order) is second ``j`` of ``edit_clip``.
+    """
+    pieces: list[Piece] = []
+    cursor, edited = 0, 0
+    order = sorted(range(len(sample.needles)),
+                   key=lambda i: (sample.needles[i].haystack_s,
+                                  sample.needles[i].method == "edit"))
+    for i in order:
+        needle = sample.needles[i]
+        if needle.haystack_s > cursor:
+            pieces.append(Piece(haystack_clip, float(cursor), float(needle.haystack_s - cursor)))
+            cursor = needle.haystack_s
+        if needle.method == "insert":
+            pieces.append(Piece(insert_clips[i], 0.0, needle.end_s - needle.start_s))
+        else:
+            pieces.append(Piece(Path(str(edit_clip)), float(edited), 1.0))
+            edited, cursor = edited + 1, needle.haystack_s + 1
+    if cursor < sample.haystack.duration_s:
+        pieces.append(Piece(haystack_clip, float(cursor),
+                            float(sample.haystack.duration_s - cursor)))
+    return pieces
+
+
+def render_hash(sample: VNBenchSample, *, profile: RenderParams, style: TextStyle) -> str:
+    """Hash of everything that decides a sample's pixels (plan, assets, profile, font)."""
+    assets = sorted({n.asset for n in sample.needles if n.asset is not None})
+    payload = {"v": RENDER_VERSION, "cache": CACHE_VERSION, "sample": sample.to_dict(),
+               "assets": [file_sha256(Path(a)) for a in assets],
+               "profile": profile.model_dump(mode="json", exclude={"workers"}),
+               "style": [file_sha256(style.font_path), style.size_frac, style.colour,
+                         style.border_colour]}
+    return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()
+                          ).hexdigest()
+
+
+def render_sample(
+    sample: VNBenchSample, *, haystack_clip: Path, out: Path, profile: RenderParams,
+    style: TextStyle, piece_root: Path, work_root: Path,
+) -> SampleRender:
+    """Write ``sample``'s video to ``out`` (mp4) unless an up-to-date one is there.
+
+    Raises:
+        MediaError: when ffmpeg fails or the joined video does not match the plan;
+        VNBenchError: when an image asset cannot be read.
+    """
+    digest = render_hash(sample, profile=profile, style=style)
+    sidecar = out.with_suffix(".json")
+    if out.is_file() and sidecar.is_file() and _sidecar_hash(sidecar) == digest:
+        return SampleRender(sample.sample_id, out, skipped=True, cpu_s=0.0)
+    work_root.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix=f"{sample.sample_id}.", dir=work_root) as tmp:
+        work = Path(tmp)
+        edits = [n for n in sample.needles if n.method == "edit"]
+        cpu_s, edit_clip = 0.0, None
+        if edits:
+            edit_clip = work / "edits.h264"
+            cpu_s += edit_piece(haystack_clip, edits=edits, out=edit_clip, profile=profile,
+                                style=style, work=work).cpu_s
+        inserts, piece_cpu_s = insert_pieces(sample.needles, profile=profile, root=piece_root,
+                                             work=work)
+        cpu_s += piece_cpu_s
+        pieces = montage_pieces(sample, haystack_clip=haystack_clip, edit_clip=edit_clip,
+                                insert_clips=inserts)
+        cpu_s += render_montage(pieces, out, profile=profile, name=sample.sample_id).cpu_s
+    sidecar.write_text(json.dumps({"render_hash": digest, "sample_id": sample.sample_id}),
+                       "utf-8")
+    return SampleRender(sample.sample_id, out, skipped=False, cpu_s=cpu_s)
+
+
+def _sidecar_hash(sidecar: Path) -> str | None:
+    try:
+        value = json.loads(sidecar.read_text("utf-8")).get("render_hash")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return value if isinstance(value, str) else None

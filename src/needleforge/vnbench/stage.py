@@ -1,0 +1,231 @@
+"""The VNBench stage: haystacks → filtered needle pools → samples → rendered videos.
+
+:func:`build_vnbench` is pure apart from the media it writes: rendered samples under
+``out_dir`` (``<sample_id>.mp4`` with a ``.json`` sidecar) and reusable work under
+``cache_dir`` (haystack clips, inserted pieces, the built-in image and clip sets). The same
+videos, params and seed give the same samples, questions and files; a rerun re-renders only
+samples whose plan or inputs changed. Anything left out — a name the font cannot draw, an
+image too similar to a haystack, a sample whose pools are too small — is reported in
+``skipped`` with the reason, never silently dropped.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import TypeAlias, TypeVar
+
+from needleforge.backends.embedder import ImageEmbedder
+from needleforge.config import RenderParams, VNBenchParams
+from needleforge.media.cache import ClipSpec, SceneClipCache
+from needleforge.records import Video
+from needleforge.vnbench.assets import (
+    ImageSet,
+    build_builtin_images,
+    import_tuxpaint,
+    load_image_sets,
+)
+from needleforge.vnbench.clips import ClipSet, build_builtin_clips, load_clip_sets
+from needleforge.vnbench.compose import Layout, compose_sample
+from needleforge.vnbench.export import all_records
+from needleforge.vnbench.filter import NeedleFilter
+from needleforge.vnbench.names import SECRET_NAMES, subtitle_for
+from needleforge.vnbench.plan import pick_haystacks
+from needleforge.vnbench.records import (
+    Haystack,
+    Skip,
+    VNBenchError,
+    VNBenchResult,
+    VNBenchSample,
+)
+from needleforge.vnbench.render import render_sample
+from needleforge.vnbench.subtasks import ACT_SUBTASKS, LONG_SUBTASKS, SUBTASKS, Pools, SubtaskSpec
+from needleforge.vnbench.text import TextStyle, missing_glyphs, resolve_font
+
+_T = TypeVar("_T")
+_U = TypeVar("_U")
+#: (subtask, haystack, haystack index): one sample to compose.
+_Job: TypeAlias = tuple[SubtaskSpec, Haystack, int]
+
+
+def usable_names(font_path: Path) -> tuple[tuple[str, ...], list[Skip]]:
+    """The secret names whose whole subtitle the font can draw, and a skip for the others.
+
+    Raises:
+        VNBenchError: when the font cannot be read.
+    """
+    names, skips = [], []
+    for name in SECRET_NAMES:
+        missing = missing_glyphs(subtitle_for(name), font_path=font_path)
+        if missing:
+            skips.append(Skip(f"name {name!r}", f"font {font_path.name} has no glyph for "
+                              f"{''.join(missing)!r}"))
+        else:
+            names.append(name)
+    return tuple(names), skips
+
+
+def image_pool(params: VNBenchParams, *, cache_dir: Path) -> tuple[ImageSet, list[Skip]]:
+    """The image needle set: user folders first, then the built-in set and Tux Paint.
+
+    Raises:
+        VNBenchError: when a folder is missing or a built-in source is not installed.
+    """
+    roots = [Path(p).expanduser() for p in params.image_set_dirs]
+    if params.builtin_images:
+        roots.append(build_builtin_images(cache_dir))
+    if params.tuxpaint_dir is not None:
+        roots.append(import_tuxpaint(Path(params.tuxpaint_dir).expanduser(),
+                                     cache_dir=cache_dir))
+    return load_image_sets(roots)
+
+
+def clip_pool(params: VNBenchParams, *, cache_dir: Path) -> tuple[ClipSet, list[Skip]]:
+    """The clip needle set: user folders first, then the built-in motion clips.
+
+    Raises:
+        VNBenchError: when a folder is missing; MediaError when a built-in clip fails.
+    """
+    roots = [Path(p).expanduser() for p in params.clip_set_dirs]
+    if params.builtin_clips:
+        roots.append(build_builtin_clips(cache_dir, seconds=params.clip_needle_s))
+    return load_clip_sets(roots)
+
+
+def _parallel(fn: Callable[[_T], _U], items: Sequence[_T], *, workers: int) -> list[_U]:
+    if workers <= 1 or len(items) <= 1:
+        return [fn(item) for item in items]
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        return list(pool.map(fn, items))
+
+
+def _jobs(params: VNBenchParams, videos: Sequence[Video]) -> tuple[list[_Job], list[Skip]]:
+    """Every (subtask, haystack, index) to compose: main tasks and Act share haystacks."""
+    specs = [SUBTASKS[t] for t in params.tasks]
+    if params.include_act:
+        specs += list(ACT_SUBTASKS.values())
+    jobs: list[_Job] = []
+    skips: list[Skip] = []
+    if specs:
+        main, skipped = pick_haystacks(videos, n=params.samples_per_subtask,
+                                       min_s=params.min_haystack_s,
+                                       max_s=params.max_haystack_s, seed=params.seed,
+                                       tag="main")
+        skips += skipped
+        jobs += [(spec, h, i) for i, h in enumerate(main) for spec in specs]
+    if params.include_long:
+        long, skipped = pick_haystacks(videos, n=params.long_samples, min_s=params.long_min_s,
+                                       max_s=params.long_max_s, seed=params.seed, tag="long")
+        skips += skipped
+        jobs += [(spec, h, i) for i, h in enumerate(long) for spec in LONG_SUBTASKS.values()]
+    return jobs, skips
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Assets:
+    """Everything needles are drawn from, before the per-haystack filter."""
+
+    style: TextStyle
+    names: tuple[str, ...]
+    images: ImageSet
+    clips: ClipSet
+
+
+def _assets(params: VNBenchParams, *, cache_dir: Path, jobs: Sequence[_Job]
+            ) -> tuple[_Assets, list[Skip]]:
+    style = TextStyle(font_path=resolve_font(params.font_path), size_frac=params.text_size_frac,
+                      colour=params.text_colour, border_colour=params.border_colour)
+    names, skips = usable_names(style.font_path)
+    images, clips = ImageSet(()), ClipSet(())
+    if any(spec.kind == "image" for spec, _, _ in jobs):
+        images, image_skips = image_pool(params, cache_dir=cache_dir)
+        skips += image_skips
+    if any(spec.kind == "clip" for spec, _, _ in jobs):
+        clips, clip_skips = clip_pool(params, cache_dir=cache_dir)
+        skips += clip_skips
+    return _Assets(style=style, names=names, images=images, clips=clips), skips
+
+
+def _pools(params: VNBenchParams, *, assets: _Assets, clip_paths: dict[str, Path],
+           embedder: ImageEmbedder) -> tuple[dict[str, Pools], list[Skip]]:
+    """Each haystack's pools: the images that pass the similarity filter on it."""
+    screen = NeedleFilter(embedder, threshold=params.similarity_threshold,
+                          n_frames=params.filter_frames)
+    pools: dict[str, Pools] = {}
+    skips: list[Skip] = []
+    for haystack_id, clip in sorted(clip_paths.items()):
+        kept, dropped = screen.screen(assets.images, clip=clip, haystack_id=haystack_id)
+        skips += dropped
+        pools[haystack_id] = Pools(
+            names=assets.names, images=kept, clips=assets.clips,
+            level_categories={1: tuple(params.level1_categories),
+                              2: tuple(params.level2_categories)},
+            count_min=params.count_min, count_max=params.count_max)
+    return pools, skips
+
+
+def _compose_all(jobs: Sequence[_Job], *, pools: dict[str, Pools], params: VNBenchParams,
+                 render: RenderParams) -> tuple[list[VNBenchSample], list[Skip]]:
+    layout = Layout(width=render.width, height=render.height, clip_s=params.clip_needle_s,
+                    count_sigma=params.count_sigma)
+    samples: list[VNBenchSample] = []
+    skips: list[Skip] = []
+    for spec, haystack, index in jobs:
+        try:
+            samples.append(compose_sample(spec, haystack=haystack,
+                                          pools=pools[haystack.haystack_id], index=index,
+                                          seed=params.seed, layout=layout))
+        except VNBenchError as err:
+            skips.append(Skip(f"{spec.task} on haystack {haystack.haystack_id}", str(err)))
+    return samples, skips
+
+
+def build_vnbench(
+    *, videos: Sequence[Video], params: VNBenchParams, out_dir: Path, cache_dir: Path,
+    render: RenderParams, embedder: ImageEmbedder,
+) -> VNBenchResult:
+    """Generate, render and export VNBench samples (see the module docstring).
+
+    Raises:
+        VNBenchError: for an unreadable font, a missing asset folder or package file;
+        MediaError: when a haystack cannot be encoded or a sample cannot be rendered.
+    """
+    jobs, skips = _jobs(params, videos)
+    assets, asset_skips = _assets(params, cache_dir=cache_dir, jobs=jobs)
+    cache = haystack_cache(cache_dir, profile=render)
+    haystacks = sorted({h.haystack_id: h for _, h, _ in jobs}.values(),
+                       key=lambda h: h.haystack_id)
+    paths = _parallel(lambda h: cache.ensure(haystack_spec(h)).path, haystacks,
+                      workers=render.workers)
+    clip_paths = {h.haystack_id: p for h, p in zip(haystacks, paths, strict=True)}
+    pools, filter_skips = _pools(params, assets=assets, clip_paths=clip_paths,
+                                 embedder=embedder)
+    samples, compose_skips = _compose_all(jobs, pools=pools, params=params, render=render)
+    renders = _parallel(
+        lambda s: render_sample(s, haystack_clip=clip_paths[s.haystack.haystack_id],
+                                out=out_dir / s.video, profile=render, style=assets.style,
+                                piece_root=cache_dir / "vnbench-pieces",
+                                work_root=cache_dir / "vnbench-work"),
+        samples, workers=render.workers)
+    questions, vnbench = all_records(samples)
+    return VNBenchResult(samples=tuple(samples), questions=tuple(questions),
+                         vnbench_json=tuple(vnbench), videos=tuple(r.path for r in renders),
+                         skipped=tuple(skips + asset_skips + filter_skips + compose_skips))
+
+
+def haystack_spec(haystack: Haystack) -> ClipSpec:
+    """The scene-clip cache entry of ``haystack`` (its whole seconds of the source)."""
+    return ClipSpec(source=Path(haystack.source), start_s=float(haystack.start_s),
+                    end_s=float(haystack.start_s + haystack.duration_s),
+                    source_id=haystack.source_sha256)
+
+
+def haystack_cache(cache_dir: Path, *, profile: RenderParams) -> SceneClipCache:
+    """The cache holding VNBench haystack clips (``<cache_dir>/vnbench-haystacks``)."""
+    return SceneClipCache(cache_dir / "vnbench-haystacks", profile=profile)
+
+
+__all__ = ["build_vnbench", "clip_pool", "haystack_cache", "haystack_spec", "image_pool",
+           "usable_names"]
