@@ -38,6 +38,9 @@ demo: $(STAMP)
 	@echo "demo outputs:"
 	@echo "  sample corpus   data/studio/ (manifest.yaml, ground_truth.json, clips/, programs/)"
 	@echo "  DuckDB store    $(DEMO_DB)  (needleforge status --db $(DEMO_DB))"
+	@echo "  release         releases/sample/ (questions.jsonl, card.html, manifest.json, exports/)"
+	@echo "  quality report  data/quality/quality/index.html (Great Expectations Data Docs)"
+	@echo "  VNBench set     data/vnbench/ (questions.jsonl, vnbench.json, samples)"
 	@echo "  rendered montages data/render/<montage_id>.mp4 (scene-clip cache data/cache/clips/)"
 	@echo "  stage snapshots data/db/<stage>.duckdb; media store data/media/ (by sha256)"
 

@@ -137,3 +137,34 @@ def test_vnbench_from_the_cli(corpus_db: tuple[Path, Path], tmp_path: Path) -> N
         assert (out / record["video"]).is_file()
     assert all(sorted(letters) == [0, 1, 2, 3] for letters in by_sample.values())
     assert json.loads((out / "vnbench.json").read_text())
+
+
+@pytest.mark.slow
+def test_validate_and_release_from_the_cli(corpus_db: tuple[Path, Path], tmp_path: Path) -> None:
+    """The gate passes a clean build; the release loads in the scorer; a rebuild is identical."""
+    from needleforge.evaluate import load_questions
+
+    db, params = corpus_db
+    for args in (["nemo", "--db", str(db)], ["expand", "--db", str(db)],
+                 ["render", "--db", str(db), "--out", str(tmp_path / "render")],
+                 ["validate", "--db", str(db), "--out", str(tmp_path / "quality")]):
+        result = runner.invoke(app, [*args, "--params", str(params)])
+        assert result.exit_code == 0, result.output
+    assert (tmp_path / "quality" / "quality" / "index.html").is_file()
+    manifests = []
+    for _ in range(2):
+        result = runner.invoke(app, ["release", "t1", "--db", str(db), "--out",
+                                     str(tmp_path / "releases"), "--render",
+                                     str(tmp_path / "render"), "--overwrite",
+                                     "--params", str(params)])
+        assert result.exit_code == 0, result.output
+        manifests.append((tmp_path / "releases" / "t1" / "manifest.json").read_bytes())
+    assert manifests[0] == manifests[1]
+    questions = load_questions(tmp_path / "releases" / "t1" / "questions.jsonl")
+    assert questions and all((tmp_path / "releases" / "t1" / q.video).is_file()
+                             for q in questions)
+    gate = runner.invoke(app, ["validate", "--db", str(db), "--out", str(tmp_path / "q2"),
+                               "--questions", str(tmp_path / "releases" / "t1" /
+                                                  "questions.jsonl"),
+                               "--params", str(params)])
+    assert gate.exit_code == 0, gate.output

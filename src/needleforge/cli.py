@@ -302,8 +302,10 @@ def vnbench(
     console.print(f"vnbench: {len(result.samples)} sample(s) × 4 rotations → "
                   f"{len(result.questions)} question record(s) in {out}; "
                   f"{len(result.skipped)} skipped")
-    for skip in result.skipped[:5]:
-        console.print(f"  skipped: {skip}", highlight=False)
+    for skip in result.skipped[:3]:
+        console.print(f"  skipped {skip.what}: {skip.reason}", highlight=False)
+    if len(result.skipped) > 3:
+        console.print(f"  … and {len(result.skipped) - 3} more skipped", highlight=False)
 
 
 @app.command()
@@ -362,6 +364,36 @@ def validate(
     console.print(result.to_text(), highlight=False, markup=False)
     if not result.passed:
         raise typer.Exit(code=1)
+
+
+@app.command()
+@_user_errors
+def release(
+    name: Annotated[str, typer.Argument(help="Release name, e.g. 2026.11-sample.")],
+    db: DbOption = DEFAULT_DB,
+    out: Annotated[Path, typer.Option("--out", help="Folder holding releases.",
+                                      file_okay=False)] = Path("releases"),
+    render_dir: Annotated[Path | None, typer.Option(
+        "--render", help="Rendered montages (<montage_id>.mp4); omit for plans only.",
+        file_okay=False)] = None,
+    previous: Annotated[Path | None, typer.Option(
+        "--previous", help="The previous release, for the changelog.", file_okay=False)] = None,
+    overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace a release of the "
+                                            "same name.")] = False,
+    params_path: ParamsOption = None,
+) -> None:
+    """Export verified questions, plans, videos, card, exports and a sha256 manifest."""
+    from needleforge.release import build_release
+
+    params = _params(params_path)
+    with console.status(f"building release {name}…"):
+        report = build_release(db=db, name=name, out_root=out, render_dir=render_dir,
+                               params=params, previous=previous, overwrite=overwrite)
+    console.print(
+        f"release {report.path}: {report.n_questions} question(s), {report.n_montages} "
+        f"montage(s), {report.n_videos} video(s), {report.n_files} file(s); left out "
+        f"{len(report.failed)} failed and {len(report.unverified)} unverified question(s)"
+    )
 
 
 @app.command()

@@ -1,0 +1,126 @@
+"""lmms-eval hooks for a needleforge grounding release (copied as ``exports/lmms_eval/utils.py``).
+
+This file is shipped inside every release and imported by lmms-eval, not by needleforge, so it
+imports nothing but the standard library. It scores Recall@1x the way the needleforge scorer
+does (``docs/metrics.md``): a span ``[s, e]`` is the inclusive integer-second set
+``{floor(s), …, ceil(e)}`` after clipping to ``[0, duration_s]``; a question with ``x`` target
+needles keeps the first ``x`` predicted spans; a target is recalled when some kept span has
+tIoU ``>=`` the threshold with it; the score is recalled targets / all targets (micro).
+The response parser here reads the common forms (``[12, 17.5]``, ``12 - 17.5``, ``12s to 17s``,
+``1:02 - 1:10``); the needleforge scorer (``needleforge score``) is the reference and reads more.
+
+Videos are found relative to the release root: ``$NEEDLEFORGE_RELEASE_DIR`` when set, else two
+folders above this file (``<release>/exports/lmms_eval/utils.py``).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+RECALL_THRESHOLDS: tuple[float, ...] = (0.7, 0.5)
+DEFAULT_POST_PROMPT = (
+    "\nAnswer with the start and end time, in seconds, of every moment that matches, as a "
+    "list of [start, end] pairs, for example [[12.0, 17.5]]."
+)
+
+_TIME = r"\d+:\d{1,2}(?::\d{1,2})?(?:\.\d+)?|\d+(?:\.\d+)?(?:\s*(?:seconds?|secs?|s)\b)?"
+_SPAN_RE = re.compile(
+    rf"[\[(]\s*(?P<a1>{_TIME})\s*,\s*(?P<a2>{_TIME})\s*[\])]"
+    rf"|(?<![\d.:])(?P<b1>{_TIME})\s*(?:-|–|—|~|\bto\b|\buntil\b)\s*(?P<b2>{_TIME})",
+    re.IGNORECASE,
+)
+
+
+def _release_dir() -> Path:
+    env = os.environ.get("NEEDLEFORGE_RELEASE_DIR")
+    return Path(env) if env else Path(__file__).resolve().parents[2]
+
+
+def process_docs(dataset: Any) -> Any:
+    """Keep the grounding questions (the release may also hold multiple-choice ones)."""
+    return dataset.filter(lambda doc: doc.get("answer_spans") is not None)
+
+
+def doc_to_visual(doc: dict[str, Any]) -> list[str]:
+    """The montage video of a question, as an absolute path."""
+    return [str(_release_dir() / doc["video"])]
+
+
+def doc_to_text(doc: dict[str, Any], lmms_eval_specific_kwargs: dict[str, Any] | None = None
+                ) -> str:
+    """The prompt: pre-prompt, the question, the video length, the answer instructions."""
+    kwargs = lmms_eval_specific_kwargs or {}
+    pre = str(kwargs.get("pre_prompt", ""))
+    post = str(kwargs.get("post_prompt", DEFAULT_POST_PROMPT))
+    return f"{pre}{doc['question']}\nThe video lasts {float(doc['duration_s']):.1f} seconds.{post}"
+
+
+def doc_to_target(doc: dict[str, Any]) -> str:
+    """The ground truth as text (for logs): ``[[start, end], ...]``."""
+    return str([[float(s), float(e)] for s, e in doc["answer_spans"]])
+
+
+def _seconds(token: str) -> float:
+    token = re.sub(r"\s*[a-z]+$", "", token.strip().lower())
+    if ":" in token:
+        total = 0.0
+        for part in token.split(":"):
+            total = total * 60 + float(part)
+        return total
+    return float(token)
+
+
+def parse_spans(text: str) -> list[tuple[float, float]]:
+    """Every ``start, end`` pair in a response, in text order; reversed pairs are dropped."""
+    spans = []
+    for match in _SPAN_RE.finditer(text):
+        first, second = (match.group("a1"), match.group("a2")) if match.group("a1") \
+            else (match.group("b1"), match.group("b2"))
+        start, end = _seconds(first), _seconds(second)
+        if start <= end:
+            spans.append((start, end))
+    return spans
+
+
+def _interval(span: tuple[float, float], duration_s: float) -> tuple[int, int]:
+    start, end = span
+    if start > duration_s or end < 0:
+        return (1, 0)  # wholly outside the video: the empty set
+    return (math.floor(max(start, 0.0)), math.ceil(min(end, duration_s)))
+
+
+def tiou(a: tuple[int, int], b: tuple[int, int]) -> float:
+    """tIoU of two integer-second intervals ``[first, last]`` (empty when first > last)."""
+    size_a, size_b = max(a[1] - a[0] + 1, 0), max(b[1] - b[0] + 1, 0)
+    inter = max(min(a[1], b[1]) - max(a[0], b[0]) + 1, 0) if size_a and size_b else 0
+    union = size_a + size_b - inter
+    return inter / union if union else 0.0
+
+
+def recalled_targets(doc: dict[str, Any], response: str, threshold: float) -> int:
+    """How many of the question's targets the first ``x`` predicted spans recall."""
+    duration = float(doc["duration_s"])
+    targets = [_interval((float(s), float(e)), duration) for s, e in doc["answer_spans"]]
+    kept = [_interval(p, duration) for p in parse_spans(response)[: len(targets)]]
+    return sum(any(tiou(t, p) >= threshold for p in kept) for t in targets)
+
+
+def process_results(doc: dict[str, Any], results: list[str]) -> dict[str, dict[str, Any]]:
+    """Per-question counts for each Recall@1x metric (aggregated by :func:`aggregate_recall`)."""
+    response = results[0] if results else ""
+    n_targets = len(doc["answer_spans"])
+    return {
+        f"recall_1x_tiou_{m}": {"question_id": doc["question_id"], "targets": n_targets,
+                                "recalled": recalled_targets(doc, response, m)}
+        for m in RECALL_THRESHOLDS
+    }
+
+
+def aggregate_recall(items: list[dict[str, Any]]) -> float:
+    """Recall@1x over the targets of all questions (micro): recalled / targets, in percent."""
+    targets = sum(int(i["targets"]) for i in items)
+    return 100.0 * sum(int(i["recalled"]) for i in items) / targets if targets else 0.0

@@ -1,0 +1,215 @@
+"""Building a release: every file, scorer compatibility, answers, Parquet, manifest, failures."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from needleforge.config import Params, ReleaseParams
+from needleforge.errors import ReleaseError
+from needleforge.evaluate import GroundingQuestion, load_questions
+from needleforge.release import ReleaseReport, build_release
+from needleforge.release import build as build_module
+from needleforge.release.files import sha256_file
+from needleforge.store import Store
+from tests.release.release_cases import RELEASED_MONTAGES, make_renders, make_store
+
+EXPECTED_FILES = {
+    "questions.jsonl", "questions.parquet", "montages.jsonl", "manifest.json", "CHANGELOG.md",
+    "card.md", "card.html",
+    *(f"videos/{m}.mp4" for m in RELEASED_MONTAGES),
+    "exports/lmms_eval/needleforge_v1.yaml", "exports/lmms_eval/utils.py",
+    "exports/vlmevalkit.tsv", "exports/qvhighlights.jsonl",
+    "plots/montage_duration_short.png", "plots/montage_duration_medium.png",
+    "plots/target_labels.png", "plots/target_programs.png", "plots/needles_per_question.png",
+    "plots/verification_pass_rates.png",
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class Built:
+    db: Path
+    renders: Path
+    report: ReleaseReport
+    root: Path
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> Built:
+    base = tmp_path_factory.mktemp("release")
+    db = make_store(base / "nf.duckdb")
+    renders = make_renders(base / "renders")
+    report = build_release(db=db, name="v1", out_root=base / "releases", render_dir=renders,
+                           params=Params())
+    return Built(db, renders, report, report.path)
+
+
+def _files(root: Path) -> set[str]:
+    return {p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file()}
+
+
+def test_every_file_is_written_and_nothing_else(built: Built) -> None:
+    assert built.root == built.db.parent / "releases" / "v1"
+    assert _files(built.root) == EXPECTED_FILES
+    assert [p.name for p in built.root.parent.iterdir()] == ["v1"]  # no temp folder left
+    r = built.report
+    assert (r.n_questions, r.n_montages, r.n_videos, r.n_files) == (3, 3, 3, len(EXPECTED_FILES))
+    assert r.failed == ("q-failed", "q-shared-scene") and r.unverified == ("q-unverified",)
+
+
+def test_questions_load_in_the_scorer_sorted_and_only_passed(built: Built) -> None:
+    loaded = load_questions(built.root / "questions.jsonl")
+    assert [q.question_id for q in loaded] == ["q-multi", "q-obj", "q-shared-obj"]
+    assert all(isinstance(q, GroundingQuestion) and q.family == "nemo" for q in loaded)
+    lines = (built.root / "questions.jsonl").read_text(encoding="utf-8").splitlines()
+    assert all(list(json.loads(line))[:3] == ["question_id", "family", "task"] for line in lines)
+
+
+def test_answer_spans_match_the_plans_in_the_store(built: Built) -> None:
+    with Store(built.db, read_only=True) as store:
+        plans = {m.montage_id: m for m in store.montages()}
+        qs = {q.question_id: q for q in store.questions()}
+    for q in load_questions(built.root / "questions.jsonl"):
+        assert isinstance(q, GroundingQuestion)
+        montage = plans[qs[q.question_id].montage_id]
+        named = any(s.target_id for s in montage.segments)
+        target = qs[q.question_id].target_object_id or qs[q.question_id].target_scene_id
+        expected = montage.target_spans(target if named else None)
+        assert [x for span in q.answer_spans for x in span] == pytest.approx(
+            [x for span in expected for x in span])
+        assert q.duration_s == pytest.approx(montage.duration_s)
+        assert q.video == f"videos/{montage.montage_id}.mp4"
+        assert (built.root / q.video).is_file()
+
+
+def test_parquet_round_trips_the_jsonl(built: Built) -> None:
+    table = pq.read_table(built.root / "questions.parquet")
+    assert str(table.schema.field("answer_spans").type) == "list<element: list<element: double>>"
+    assert table.schema.metadata is None or b"pandas" not in table.schema.metadata
+    rows = table.to_pylist()
+    lines = [json.loads(line) for line in (built.root / "questions.jsonl").open()]
+    assert rows == lines
+    assert rows[0]["answer_spans"] == [[12.0, 15.0], [0.0, 2.0]]
+
+
+def test_montage_plans_carry_segments_and_sources(built: Built) -> None:
+    plans = [json.loads(line) for line in (built.root / "montages.jsonl").open()]
+    assert [p["montage_id"] for p in plans] == list(RELEASED_MONTAGES)
+    shared = plans[2]
+    assert shared["bucket"] == "medium" and shared["question_ids"] == ["q-shared-obj"]
+    assert [s["video_id"] for s in shared["sources"]] == sorted(s["video_id"]
+                                                                for s in shared["sources"])
+    roles = [(s["role"], s["needle_index"]) for s in shared["segments"]]
+    assert roles == [("negative", None), ("target", 0), ("target", 0), ("negative", None),
+                     ("target", 1), ("negative", None)]
+    first = shared["segments"][1]
+    assert (first["src_start_s"], first["src_end_s"], first["montage_start_s"]) == (60.0, 65.0,
+                                                                                    50.0)
+
+
+def test_videos_are_the_renders(built: Built) -> None:
+    for mid in RELEASED_MONTAGES:
+        shipped, render = built.root / "videos" / f"{mid}.mp4", built.renders / f"{mid}.mp4"
+        assert sha256_file(shipped) == sha256_file(render)
+        assert os.path.samestat(shipped.stat(), render.stat())  # hard-linked, not copied
+
+
+def test_manifest_lists_every_file_and_is_identical_on_rebuild(
+    built: Built, tmp_path: Path
+) -> None:
+    text = (built.root / "manifest.json").read_text(encoding="utf-8")
+    doc = json.loads(text)
+    assert [f["path"] for f in doc["files"]] == sorted(EXPECTED_FILES - {"manifest.json"})
+    for entry in doc["files"]:
+        path = built.root / entry["path"]
+        assert (entry["sha256"], entry["size_bytes"]) == (sha256_file(path), path.stat().st_size)
+    assert doc["params"] == Params().model_dump(mode="json")
+    assert doc["seeds"] == {"studio": 0, "nemo": 0, "montages": [7]}
+    assert doc["backends"]["verifications"] == [
+        {"verifier": "embedded", "model_version": "ver-1"},
+        {"verifier": "judge", "model_version": "ver-1"}]
+    assert doc["packages"]["duckdb"] and "torch" in doc["packages"]
+    assert set(doc["code"]) == {"commit", "dirty"}
+    assert doc["counts"]["excluded"] == {"failed": 2, "unverified": 1}
+    again = build_release(db=built.db, name="v1", out_root=tmp_path, render_dir=built.renders,
+                          params=Params())
+    assert (again.path / "manifest.json").read_text(encoding="utf-8") == text
+    assert again.manifest_sha256 == built.report.manifest_sha256
+
+
+def test_plans_only_release_without_renders(built: Built, tmp_path: Path) -> None:
+    report = build_release(db=built.db, name="v1", out_root=tmp_path, render_dir=None,
+                           params=Params())
+    assert report.n_videos == 0 and not (report.path / "videos").exists()
+    assert _files(report.path) == {f for f in EXPECTED_FILES if not f.startswith("videos/")}
+    doc = json.loads((report.path / "manifest.json").read_text())
+    assert doc["counts"]["videos"] == 0
+    assert "not included" in (report.path / "card.md").read_text()
+
+
+def test_missing_render_fails_and_leaves_no_release(built: Built, tmp_path: Path) -> None:
+    renders = tmp_path / "renders"
+    renders.mkdir()
+    for mid in ("m-obj", "m-multi"):
+        (renders / f"{mid}.mp4").write_bytes((built.renders / f"{mid}.mp4").read_bytes())
+    out = tmp_path / "releases"
+    with pytest.raises(ReleaseError, match=r"1 released montage\(s\) have no render .*m-shared"):
+        build_release(db=built.db, name="v1", out_root=out, render_dir=renders, params=Params())
+    assert not out.exists() or list(out.iterdir()) == []
+
+
+def test_failure_while_writing_keeps_the_old_release(
+    built: Built, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first = build_release(db=built.db, name="v1", out_root=tmp_path, render_dir=None,
+                          params=Params())
+    before = (first.path / "manifest.json").read_bytes()
+
+    def broken(*args: object, **kwargs: object) -> None:
+        raise ReleaseError("the card could not be drawn")
+
+    monkeypatch.setattr(build_module, "write_card", broken)
+    with pytest.raises(ReleaseError, match="could not be drawn"):
+        build_release(db=built.db, name="v1", out_root=tmp_path, render_dir=built.renders,
+                      params=Params(), overwrite=True)
+    assert [p.name for p in tmp_path.iterdir()] == ["v1"]  # the temp folder is gone
+    assert (first.path / "manifest.json").read_bytes() == before
+
+
+def test_existing_release_needs_overwrite(built: Built, tmp_path: Path) -> None:
+    build_release(db=built.db, name="v1", out_root=tmp_path, render_dir=None, params=Params())
+    with pytest.raises(ReleaseError, match="already exists"):
+        build_release(db=built.db, name="v1", out_root=tmp_path, render_dir=None,
+                      params=Params())
+    report = build_release(db=built.db, name="v1", out_root=tmp_path, render_dir=built.renders,
+                           params=Params(), overwrite=True)
+    assert report.n_videos == 3 and sorted(p.name for p in tmp_path.iterdir()) == ["v1"]
+
+
+def test_release_params_change_what_ships(built: Built, tmp_path: Path) -> None:
+    params = Params(release=ReleaseParams(include_unverified=True, require_all_verdicts=False,
+                                          include_videos=False, link_mode="copy"))
+    report = build_release(db=built.db, name="wide", out_root=tmp_path,
+                           render_dir=built.renders, params=params)
+    ids = [q.question_id for q in load_questions(report.path / "questions.jsonl")]
+    assert ids == ["q-multi", "q-obj", "q-shared-obj", "q-shared-scene", "q-unverified"]
+    assert report.n_videos == 0 and report.failed == ("q-failed",)
+
+
+def test_bad_inputs_are_refused(built: Built, tmp_path: Path) -> None:
+    with pytest.raises(ReleaseError, match=r"release name '\.\./x'"):
+        build_release(db=built.db, name="../x", out_root=tmp_path, render_dir=None,
+                      params=Params())
+    with pytest.raises(ReleaseError, match=r"render folder .* does not exist"):
+        build_release(db=built.db, name="v1", out_root=tmp_path,
+                      render_dir=tmp_path / "nowhere", params=Params())
+    empty = tmp_path / "empty.duckdb"
+    Store(empty).close()
+    with pytest.raises(ReleaseError, match="nothing to release: of 0 questions"):
+        build_release(db=empty, name="v1", out_root=tmp_path, render_dir=None, params=Params())
+    assert not (tmp_path / "v1").exists()
