@@ -2,16 +2,23 @@
 
 :func:`build_release` writes ``releases/<name>/`` from the store (layout in
 :mod:`needleforge.release.build`); :func:`answer_spans` is the rule that turns a montage plan
-into a question's ground truth.
+into a question's ground truth. :func:`publish`, :func:`pull` and :func:`load_release`
+version a release with DVC + a git tag and fetch or read it back by tag.
 """
 
 from needleforge.release.answers import Selection, answer_spans, select_questions
 from needleforge.release.build import ReleaseReport, build_release
+from needleforge.release.dvc import LoadedRelease, PublishResult, load_release, publish, pull
 
 __all__ = [
+    "LoadedRelease",
+    "PublishResult",
     "ReleaseReport",
     "Selection",
     "answer_spans",
     "build_release",
+    "load_release",
+    "publish",
+    "pull",
     "select_questions",
 ]

@@ -1,0 +1,78 @@
+"""The scheduled refresh end to end: a second run with one new video adds only its questions.
+
+A three-episode studio corpus is released twice: ``r1`` from a manifest listing episodes 1-2,
+``r2`` from the full manifest. The second run must represent only the new episode (the
+others' scene rows stay byte-for-byte the same) and ``r2``'s changelog must add exactly the
+released questions whose target lies in the new episode, removing and changing nothing.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from flows.refresh import refresh_flow
+from needleforge.cli import app
+from needleforge.store import Store
+
+
+def _manifests(studio: Path) -> tuple[Path, Path]:
+    """Episodes 1-2 only, and all three (beside the studio's manifest: paths are relative)."""
+    data = yaml.safe_load((studio / "manifest.yaml").read_text())
+    rows = [r for r in data["sources"] if r["program"] == "tiny"]
+    first, full = studio / "first.yaml", studio / "full.yaml"
+    first.write_text(yaml.safe_dump({**data, "sources": rows[:2]}))
+    full.write_text(yaml.safe_dump({**data, "sources": rows}))
+    return first, full
+
+
+def _released_ids(release: Path) -> set[str]:
+    lines = (release / "questions.jsonl").read_text().splitlines()
+    return {json.loads(line)["question_id"] for line in lines if line.strip()}
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("prefect_harness")
+def test_refresh_adds_only_the_new_videos_questions(tmp_path: Path) -> None:
+    params = tmp_path / "params.yaml"
+    params.write_text(yaml.safe_dump({
+        "studio": {"seed": 3, "real_clips": [], "programs": [
+            {"name": "tiny", "n_videos": 3, "video_duration_s": 45, "min_scene_s": 5,
+             "max_scene_s": 10}]},
+        "scenes": {"backend": "opencv"},
+    }))
+    studio = tmp_path / "studio"
+    made = CliRunner().invoke(app, ["studio", "--out", str(studio), "--params", str(params)])
+    assert made.exit_code == 0, made.output
+    first, full = _manifests(studio)
+    db, releases = tmp_path / "db" / "nf.duckdb", tmp_path / "releases"
+
+    one = refresh_flow(first, db, releases, "r1", params)
+    assert one["new_videos"] == 2 and one["represented"] == 2 and one["added"] == 0
+    with Store(db, read_only=True) as store:
+        old_videos = {v.video_id for v in store.videos()}
+        old_scenes = store.query("SELECT * FROM scenes ORDER BY ALL")
+        old_hashes = store.representation_hashes()
+
+    two = refresh_flow(full, db, releases, "r2", params)
+    assert (two["new_videos"], two["represented"], two["represent_skipped"]) == (1, 1, 2)
+    with Store(db, read_only=True) as store:
+        (new_video,) = {v.video_id for v in store.videos()} - old_videos
+        video_of = {s.scene_id: s.video_id for s in store.scenes()}
+        targets = {q.question_id: video_of[q.target_scene_id] for q in store.questions()}
+        kept = store.query("SELECT * FROM scenes WHERE video_id != ? ORDER BY ALL",
+                           [new_video])
+        hashes = store.representation_hashes()
+    assert kept == old_scenes
+    assert {k: hashes[k] for k in old_hashes} == old_hashes
+
+    added = _released_ids(releases / "r2") - _released_ids(releases / "r1")
+    assert added and all(targets[qid] == new_video for qid in added)
+    assert (two["added"], two["removed"], two["changed"]) == (len(added), 0, 0)
+    changelog = (releases / "r2" / "CHANGELOG.md").read_text()
+    assert "Compared with `r1`" in changelog
+    assert all(f"`{qid}`" in changelog for qid in added)
