@@ -168,3 +168,20 @@ def test_validate_and_release_from_the_cli(corpus_db: tuple[Path, Path], tmp_pat
                                                   "questions.jsonl"),
                                "--params", str(params)])
     assert gate.exit_code == 0, gate.output
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("prefect_harness")
+def test_expand_and_vnbench_flows(corpus_db: tuple[Path, Path], tmp_path: Path) -> None:
+    from flows.expand import expand_flow
+    from flows.vnbench import vnbench_flow
+
+    db, params = corpus_db
+    generate_flow(db, params)
+    counts = expand_flow(db, tmp_path / "render", params)
+    assert counts["montages"] >= 1 and counts["rendered"] >= counts["montages"]
+    small = tmp_path / "vn.yaml"
+    small.write_text(yaml.safe_dump({"vnbench": {"samples_per_subtask": 1, "tasks": [
+        "ret_edit1", "cnt_insert1"], "min_haystack_s": 10, "max_haystack_s": 12}}))
+    vn = vnbench_flow(db, tmp_path / "vnbench", small)
+    assert vn["questions"] == 4 * vn["samples"] and vn["samples"] == 2

@@ -240,21 +240,13 @@ def nemo(db: DbOption = DEFAULT_DB, params_path: ParamsOption = None) -> None:
 def expand(db: DbOption = DEFAULT_DB, params_path: ParamsOption = None) -> None:
     """NeMo stage 3: medium and long montages, multi-needle questions (from verified short)."""
     from needleforge.nemo import benchmark_table
-    from needleforge.nemo import expand as run_expand
+    from needleforge.pipeline import expand_store
     from needleforge.store import Store
 
     params = _params(params_path)
-    with Store(db) as store:
-        with console.status("expanding montages…"):
-            result = run_expand(
-                videos=store.videos(), scenes=store.scenes(), tags=store.scene_tags(),
-                objects=store.objects(), montages=store.montages(), questions=store.questions(),
-                verifications=store.verifications(), params=params.expand, nemo=params.nemo)
-        # Stage 3 owns medium/long montages and the short multi-needle ones it made.
-        stale = [m.montage_id for m in store.montages() if m.bucket != "short"
-                 or any(s.needle_index for s in m.segments)]
-        store.drop_montages(stale)
-        store.record_generation(result.montages, result.questions, result.verifications)
+    with console.status("expanding montages…"):
+        result = expand_store(db=db, params=params)
+    with Store(db, read_only=True) as store:
         table = benchmark_table(store.montages(), store.questions())
     console.print(
         f"expand: {len(result.montages)} montage(s), {len(result.questions)} question(s), "
@@ -283,22 +275,11 @@ def vnbench(
     params_path: ParamsOption = None,
 ) -> None:
     """VideoNIAH / VNBench: needles edited into or inserted between haystack frames."""
-    from needleforge.backends import default_registry
-    from needleforge.store import Store
-    from needleforge.vnbench import build_vnbench
-    from needleforge.vnbench.export import write_jsonl, write_vnbench_json
+    from needleforge.pipeline import vnbench_store
 
     params = _params(params_path)
-    embedder = default_registry().create("image_embedder", params.vnbench.embedder,
-                                         **params.vnbench.embedder_options)
-    with Store(db, read_only=True) as store:
-        videos = store.videos()
     with console.status("building VNBench samples…"):
-        result = build_vnbench(videos=videos, params=params.vnbench, out_dir=out,
-                               cache_dir=cache_dir or out / ".cache", render=params.render,
-                               embedder=embedder)
-    write_jsonl(result.questions, path=out / "questions.jsonl")
-    write_vnbench_json(result.vnbench_json, path=out / "vnbench.json")
+        result = vnbench_store(db=db, out=out, cache_dir=cache_dir, params=params)
     console.print(f"vnbench: {len(result.samples)} sample(s) × 4 rotations → "
                   f"{len(result.questions)} question record(s) in {out}; "
                   f"{len(result.skipped)} skipped")
@@ -322,18 +303,11 @@ def render(
     params_path: ParamsOption = None,
 ) -> None:
     """Render montage plans: each scene encoded once, montages joined by stream copy."""
-    from needleforge.render import render_montages
-    from needleforge.store import Store
+    from needleforge.pipeline import render_store
 
     params = _params(params_path)
-    with Store(db, read_only=True) as store:
-        montages = store.montages()
-        scenes_by_id = {s.scene_id: s for s in store.scenes()}
-        videos_by_id = {v.video_id: v for v in store.videos()}
-    with console.status(f"rendering {len(montages)} montage(s)…"):
-        report = render_montages(montages, scenes_by_id=scenes_by_id,
-                                 videos_by_id=videos_by_id, out_dir=out,
-                                 cache_dir=cache_dir or out / ".cache", params=params.render)
+    with console.status("rendering montages…"):
+        report = render_store(db=db, out=out, cache_dir=cache_dir, params=params)
     skipped = sum(1 for m in report.montages if m.skipped)
     console.print(
         f"rendered {len(report.montages) - skipped} montage(s) into {out} ({skipped} already "
@@ -394,6 +368,24 @@ def release(
         f"montage(s), {report.n_videos} video(s), {report.n_files} file(s); left out "
         f"{len(report.failed)} failed and {len(report.unverified)} unverified question(s)"
     )
+
+
+@app.command()
+@_user_errors
+def pull(
+    rev: Annotated[str, typer.Option("--rev", help="Git tag (or commit) of the release.")],
+    out: Annotated[Path, typer.Option("--out", help="Empty folder to fetch into.",
+                                      file_okay=False)],
+    repo: Annotated[str, typer.Option("--repo", help="Git URL or path of a needleforge "
+                                      "repository.")] = ".",
+    path: Annotated[str, typer.Option("--path", help="Release folder inside the repo.")]
+    = "releases/sample",
+) -> None:
+    """Fetch a pinned release (DVC-tracked, tagged) from a repository and its remote."""
+    from needleforge.release import pull as run_pull
+
+    fetched = run_pull(rev=rev, repo=repo, out=out, path=path)
+    console.print(f"release {path}@{rev} from {repo} is in {fetched}")
 
 
 @app.command()

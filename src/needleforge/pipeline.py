@@ -17,6 +17,7 @@ from needleforge.quality import validate as run_validate
 from needleforge.release import ReleaseReport, build_release
 from needleforge.render import RenderReport, render_montages
 from needleforge.store import Store
+from needleforge.vnbench.records import VNBenchResult
 
 
 def expand_store(*, db: Path, params: Params) -> ExpansionResult:
@@ -91,3 +92,29 @@ def release_store(*, db: Path, name: str, out_root: Path, render_dir: Path | Non
     """
     return build_release(db=db, name=name, out_root=out_root, render_dir=render_dir,
                          params=params, previous=previous)
+
+
+def vnbench_store(*, db: Path, out: Path, cache_dir: Path | None, params: Params) -> VNBenchResult:
+    """Build, render and export a VNBench set from ``db``'s videos into ``out``.
+
+    Writes ``out/<sample>.mp4`` (+ sidecars), ``out/questions.jsonl`` (scorer records, 4
+    rotations per sample) and ``out/vnbench.json`` (VNBench-style).
+
+    Raises:
+        StoreError: ``db`` is not a usable store. BackendError: an unknown embedder.
+        VNBenchError / MediaError: an asset or a sample cannot be built.
+    """
+    from needleforge.backends import default_registry
+    from needleforge.vnbench import build_vnbench
+    from needleforge.vnbench.export import write_jsonl, write_vnbench_json
+
+    embedder = default_registry().create("image_embedder", params.vnbench.embedder,
+                                         **params.vnbench.embedder_options)
+    with Store(db, read_only=True) as store:
+        videos = store.videos()
+    result = build_vnbench(videos=videos, params=params.vnbench, out_dir=out,
+                           cache_dir=cache_dir or out / ".cache", render=params.render,
+                           embedder=embedder)
+    write_jsonl(result.questions, path=out / "questions.jsonl")
+    write_vnbench_json(result.vnbench_json, path=out / "vnbench.json")
+    return result
