@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Literal, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Annotated, Literal, ParamSpec, TypeVar
 
 import typer
 from rich.console import Console
@@ -20,6 +20,9 @@ from needleforge import __version__
 from needleforge.config import Params, load_params
 from needleforge.errors import NeedleforgeError
 from needleforge.records import IngestRejection
+
+if TYPE_CHECKING:
+    from needleforge.evaluate import VideoLLM
 
 app = typer.Typer(
     name="needleforge",
@@ -409,6 +412,88 @@ def score(
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(json.dumps(report.to_dict(), indent=2, sort_keys=True) + "\n")
         console.print(f"scores written to {out}")
+
+
+def _video_llm(name: str, options: dict[str, str]) -> VideoLLM:
+    from needleforge.errors import EvaluationError
+    from needleforge.evaluate import (
+        EmbeddedGroundingBaseline,
+        HfVideoLLM,
+        OpenAIVideoLLM,
+        RandomBaseline,
+    )
+
+    if name == "random":
+        return RandomBaseline(seed=int(options.get("seed", "0")))
+    if name == "embedded":
+        return EmbeddedGroundingBaseline()
+    if name == "openai_http":
+        if "base_url" not in options or "model" not in options:
+            raise EvaluationError("--model openai_http needs --option base_url=URL "
+                                  "--option model=NAME")
+        style = options.get("style", "video_first")
+        if style not in ("video_first", "interleaved"):
+            raise EvaluationError(f"style = {style!r}; known: video_first, interleaved")
+        return OpenAIVideoLLM(options["base_url"], model=options["model"],
+                              style="interleaved" if style == "interleaved" else "video_first")
+    if name == "hf":
+        if "model_dir" not in options:
+            raise EvaluationError("--model hf needs --option model_dir=PATH")
+        return HfVideoLLM(options["model_dir"])
+    raise EvaluationError(f"unknown model {name!r}; known: random, embedded, openai_http, hf")
+
+
+@app.command()
+@_user_errors
+def evaluate(
+    release_dir: Annotated[Path, typer.Option("--release", help="A release folder.",
+                                              file_okay=False)],
+    model: Annotated[str, typer.Option("--model", help="random | embedded | openai_http | "
+                                       "hf")],
+    out: Annotated[Path | None, typer.Option("--out", help="Predictions JSONL (default: "
+                                             "<release>/predictions/<model>.jsonl).",
+                                             dir_okay=False)] = None,
+    max_frames: Annotated[int, typer.Option("--max-frames", min=1)] = 64,
+    option: Annotated[list[str] | None, typer.Option(
+        "--option", help="KEY=VALUE for the model (base_url, model, model_dir, style, seed)")]
+    = None,
+    questions: Annotated[Path | None, typer.Option(
+        "--questions", help="Questions file (default: <release>/questions.jsonl).",
+        dir_okay=False)] = None,
+) -> None:
+    """Answer a release's questions with a model (resumable); then `needleforge score`."""
+    from needleforge.errors import EvaluationError
+    from needleforge.evaluate import run_model
+
+    pairs = [o.split("=", 1) for o in option or []]
+    if any(len(p) != 2 for p in pairs):
+        raise EvaluationError(f"--option values must be KEY=VALUE, got {option}")
+    llm = _video_llm(model, {key: value for key, value in pairs})
+    target = out or release_dir / "predictions" / f"{model}.jsonl"
+    written = run_model(questions or release_dir / "questions.jsonl", model=llm,
+                        release_dir=release_dir, out=target, max_frames=max_frames)
+    console.print(f"predictions of {model} in {written}")
+
+
+@app.command()
+@_user_errors
+def leaderboard(
+    scores: Annotated[Path, typer.Option("--scores", help="Folder of score JSON files "
+                                         "(needleforge score --out).", file_okay=False)],
+    out: Annotated[Path | None, typer.Option("--out", help="Write leaderboard.md/.html/.png "
+                                             "here.", file_okay=False)] = None,
+) -> None:
+    """Rank the scored models (terminal, Markdown, HTML, and a plot against montage length)."""
+    from needleforge.evaluate import leaderboard as build_leaderboard
+
+    board = build_leaderboard(scores)
+    console.print(board.to_text(), markup=False, highlight=False)
+    if out is not None:
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "leaderboard.md").write_text(board.to_markdown())
+        (out / "leaderboard.html").write_text(board.to_html())
+        board.plot(out / "leaderboard.png")
+        console.print(f"leaderboard written to {out}")
 
 
 @app.command()

@@ -1,9 +1,13 @@
-"""Scoring models on a release: records, response parsing, metrics, the scorer and its report.
+"""Scoring models on a release: records, parsing, metrics, the scorer, adapters, leaderboard.
 
 Definitions and conventions of every metric: ``docs/metrics.md``.
 """
 
+from needleforge.evaluate.adapters import HfVideoLLM, OpenAIVideoLLM, VideoLLM, tile_frames
+from needleforge.evaluate.baselines import EmbeddedGroundingBaseline, RandomBaseline
 from needleforge.evaluate.files import load_predictions, load_questions
+from needleforge.evaluate.frames import sample_frames, sample_times
+from needleforge.evaluate.leaderboard import Leaderboard, LeaderboardRow, leaderboard
 from needleforge.evaluate.metrics import (
     DEFAULT_MAP_THRESHOLDS,
     DEFAULT_RECALL_THRESHOLDS,
@@ -14,6 +18,7 @@ from needleforge.evaluate.metrics import (
     tiou,
 )
 from needleforge.evaluate.parse import ChoiceParse, SpanParse, is_refusal, parse_choice, parse_spans
+from needleforge.evaluate.prompts import AnswerKind, render_prompt
 from needleforge.evaluate.records import (
     ChoiceQuestion,
     GroundingQuestion,
@@ -30,37 +35,53 @@ from needleforge.evaluate.report import (
     ScoreReport,
     VNBenchSummary,
 )
+from needleforge.evaluate.run import meta_path, run_model
 from needleforge.evaluate.score import score, score_files
 from needleforge.evaluate.spans import second_set
 
 __all__ = [
     "DEFAULT_MAP_THRESHOLDS",
     "DEFAULT_RECALL_THRESHOLDS",
+    "AnswerKind",
     "ChoiceParse",
     "ChoiceQuestion",
     "ChoiceScores",
     "Coverage",
+    "EmbeddedGroundingBaseline",
     "GroundingQuestion",
     "GroundingResult",
     "GroundingScores",
+    "HfVideoLLM",
     "Issue",
+    "Leaderboard",
+    "LeaderboardRow",
+    "OpenAIVideoLLM",
     "Prediction",
     "Question",
+    "RandomBaseline",
     "ScoreReport",
     "SpanParse",
     "VNBenchSummary",
+    "VideoLLM",
     "average_precision",
     "evaluate_grounding",
     "is_refusal",
+    "leaderboard",
     "load_predictions",
     "load_questions",
+    "meta_path",
     "parse_choice",
     "parse_spans",
     "question_from_json",
     "recall_at_kx",
+    "render_prompt",
+    "run_model",
+    "sample_frames",
+    "sample_times",
     "score",
     "score_files",
     "second_set",
+    "tile_frames",
     "tiou",
     "vnbench_group",
 ]

@@ -1,0 +1,182 @@
+"""A leaderboard over score files written by ``needleforge score --out`` (one per model).
+
+The model's name is the score file's stem (``scores/qwen2-vl-7b.json`` → ``qwen2-vl-7b``), or
+its ``model`` key when the file has one. Primary metrics (blank when a file lacks the section):
+
+- NeMo (grounding, ``family=nemo``, else all grounding): Recall@1x at tIoU 0.7 and 0.5 and
+  average mAP;
+- VNBench: overall circular accuracy (mean of the retrieval, ordering and counting means).
+
+Rows are sorted by Recall@1x 0.7, then VNBench overall, best first. The plot shows Recall@1x
+at tIoU 0.7 per montage duration bucket (short, medium, long) for each model, the shape of
+NeMo's Fig. 5 (accuracy falling as the haystack grows).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import html
+import json
+import math
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from needleforge.errors import EvaluationError
+
+BUCKETS = ("short", "medium", "long")
+COLUMNS = ("model", "R@1x 0.7", "R@1x 0.5", "avg mAP", "VNBench overall")
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class LeaderboardRow:
+    """One model's primary metrics (fractions in [0, 1]; None when not measured)."""
+
+    model: str
+    recall_07: float | None
+    recall_05: float | None
+    average_map: float | None
+    vnbench_overall: float | None
+    recall_07_by_bucket: Mapping[str, float]
+
+    def cells(self) -> list[str]:
+        """The row as display strings (percent with 2 decimals, ``—`` when missing)."""
+        values = (self.recall_07, self.recall_05, self.average_map, self.vnbench_overall)
+        return [self.model, *("—" if v is None else f"{100 * v:.2f}" for v in values)]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Leaderboard:
+    """Rows best first, with renderers for the terminal, Markdown, HTML and a PNG plot."""
+
+    rows: tuple[LeaderboardRow, ...]
+
+    def to_text(self) -> str:
+        """A fixed-width table for the terminal."""
+        table = [list(COLUMNS), *(row.cells() for row in self.rows)]
+        widths = [max(len(line[i]) for line in table) for i in range(len(COLUMNS))]
+        lines = ["  ".join(c.ljust(w) if i == 0 else c.rjust(w)
+                           for i, (c, w) in enumerate(zip(line, widths, strict=True)))
+                 for line in table]
+        lines.insert(1, "  ".join("-" * w for w in widths))
+        return "\n".join(lines) + "\n"
+
+    def to_markdown(self) -> str:
+        """A Markdown table."""
+        lines = ["| " + " | ".join(COLUMNS) + " |", "|---|" + "---:|" * (len(COLUMNS) - 1)]
+        lines += ["| " + " | ".join(row.cells()) + " |" for row in self.rows]
+        return "\n".join(lines) + "\n"
+
+    def to_html(self) -> str:
+        """An HTML ``<table>`` (escaped; no styles, so it can sit in any page)."""
+        head = "".join(f"<th>{html.escape(c)}</th>" for c in COLUMNS)
+        body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row.cells())
+                       + "</tr>\n" for row in self.rows)
+        return (f'<table class="leaderboard">\n<thead><tr>{head}</tr></thead>\n'
+                f"<tbody>\n{body}</tbody>\n</table>\n")
+
+    def plot(self, path: str | Path) -> Path:
+        """Write a PNG of Recall@1x (tIoU 0.7) against montage duration bucket, one line per
+        model; models without grounding scores are left out. Returns ``path``."""
+        import matplotlib
+
+        matplotlib.use("Agg")  # files only, never a window
+        from matplotlib import pyplot as plt
+
+        path = Path(path)
+        figure, axes = plt.subplots(figsize=(6, 4), dpi=120)
+        try:
+            for row in self.rows:
+                xs = [i for i, b in enumerate(BUCKETS) if b in row.recall_07_by_bucket]
+                if xs:
+                    ys = [100 * row.recall_07_by_bucket[BUCKETS[i]] for i in xs]
+                    axes.plot(xs, ys, marker="o", label=row.model)
+            axes.set_xticks(range(len(BUCKETS)), [b.capitalize() for b in BUCKETS])
+            axes.set_xlabel("montage duration")
+            axes.set_ylabel("Recall@1x, tIoU 0.7 (%)")
+            axes.set_ylim(0, 100)
+            axes.grid(alpha=0.3)
+            if axes.get_legend_handles_labels()[0]:
+                axes.legend(fontsize="small")
+            figure.tight_layout()
+            path.parent.mkdir(parents=True, exist_ok=True)
+            figure.savefig(path, format="png")
+        finally:
+            plt.close(figure)
+        return path
+
+
+def _get(data: Any, *keys: str) -> Any:
+    for key in keys:
+        if not isinstance(data, Mapping) or key not in data:
+            return None
+        data = data[key]
+    return data
+
+
+def _number(value: Any, *, where: str) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise EvaluationError(f"{where} = {value!r} is not a finite number")
+    return float(value)
+
+
+def row_from_scores(model: str, scores: Mapping[str, Any], *,
+                    source: str = "") -> LeaderboardRow:
+    """The primary metrics of one ``ScoreReport.to_dict()``.
+
+    Raises:
+        EvaluationError: a primary metric present but not a finite number.
+    """
+    grounding = scores.get("grounding") or {}
+    main = _get(grounding, "family", "nemo") or _get(grounding, "all", "all")
+    where = source or model
+    buckets = {b: _number(_get(grounding, "bucket", b, "recall", "0.7"), where=f"{where} {b}")
+               for b in BUCKETS}
+    return LeaderboardRow(
+        model=model,
+        recall_07=_number(_get(main, "recall", "0.7"), where=f"{where} recall 0.7"),
+        recall_05=_number(_get(main, "recall", "0.5"), where=f"{where} recall 0.5"),
+        average_map=_number(_get(main, "average_map"), where=f"{where} average_map"),
+        vnbench_overall=_number(_get(scores, "vnbench", "overall"), where=f"{where} overall"),
+        recall_07_by_bucket={b: v for b, v in buckets.items() if v is not None})
+
+
+def _sort_key(row: LeaderboardRow) -> tuple[float, float, str]:
+    return (-(row.recall_07 if row.recall_07 is not None else -1.0),
+            -(row.vnbench_overall if row.vnbench_overall is not None else -1.0), row.model)
+
+
+def leaderboard_from_rows(rows: Sequence[LeaderboardRow]) -> Leaderboard:
+    """Rows sorted best first (Recall@1x 0.7, then VNBench overall, then name)."""
+    return Leaderboard(rows=tuple(sorted(rows, key=_sort_key)))
+
+
+def leaderboard(scores_dir: str | Path) -> Leaderboard:
+    """Read every ``*.json`` score file of ``scores_dir`` (not recursive) into a leaderboard.
+
+    Raises:
+        EvaluationError: the folder is missing or holds no score file, a file is not JSON or
+            not a score report (no ``grounding`` / ``choice`` / ``vnbench`` key), or two files
+            name the same model.
+    """
+    folder = Path(scores_dir)
+    if not folder.is_dir():
+        raise EvaluationError(f"scores folder {folder} does not exist")
+    files = sorted(p for p in folder.glob("*.json") if not p.name.endswith(".meta.json"))
+    if not files:
+        raise EvaluationError(f"{folder} holds no *.json score files (needleforge score --out)")
+    rows: dict[str, LeaderboardRow] = {}
+    for path in files:
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise EvaluationError(f"cannot read score file {path}: {exc}") from exc
+        if not isinstance(data, dict) or not {"grounding", "choice", "vnbench"} & data.keys():
+            raise EvaluationError(f"{path} is not a score report (needleforge score --out)")
+        model = str(data.get("model") or path.stem)
+        if model in rows:
+            raise EvaluationError(f"{path}: model {model!r} already scored by another file")
+        rows[model] = row_from_scores(model, data, source=str(path))
+    return leaderboard_from_rows(list(rows.values()))

@@ -1,0 +1,75 @@
+"""The leaderboard reads real ``ScoreReport.to_dict()`` files and renders tables and a plot."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from PIL import Image
+
+from needleforge.errors import EvaluationError
+from needleforge.evaluate import Prediction, leaderboard, question_from_json, score
+from tests.evaluate.eval_media import choice_records, grounding_record
+
+
+def _write_scores(folder: Path, name: str, *, hits: dict[str, bool], letter: int) -> None:
+    """Score a two-bucket grounding set and one VNBench sample, as ``score --out`` does."""
+    records = [grounding_record(q, video="v.mp4", spans=[[10.0, 15.0]], duration_s=60.0,
+                                bucket=b) for q, b in (("s1", "short"), ("l1", "long"))]
+    records += choice_records("c1", video="v.mp4", options=["a", "b", "c", "d"], answer=0,
+                              question="Which?", duration_s=60.0)
+    questions = [question_from_json(r) for r in records]
+    predictions = [Prediction(question_id=q, spans=((10.0, 15.0),) if hit else ((40.0, 45.0),))
+                   for q, hit in hits.items()]
+    predictions += [Prediction(question_id="c1", try_index=t, response="ABCD"[letter])
+                    for t in range(4)]
+    report = score(questions, predictions)
+    (folder / f"{name}.json").write_text(json.dumps(report.to_dict()), encoding="utf-8")
+
+
+@pytest.fixture()
+def scores_dir(tmp_path: Path) -> Path:
+    _write_scores(tmp_path, "embedded", hits={"s1": True, "l1": False}, letter=0)
+    _write_scores(tmp_path, "random", hits={"s1": False, "l1": False}, letter=1)
+    return tmp_path
+
+
+def test_rows_are_ranked_with_primary_metrics(scores_dir: Path) -> None:
+    board = leaderboard(scores_dir)
+    assert [r.model for r in board.rows] == ["embedded", "random"]
+    best = board.rows[0]
+    assert best.recall_07 == 0.5 and best.recall_05 == 0.5
+    assert best.recall_07_by_bucket == {"short": 1.0, "long": 0.0}
+    assert best.vnbench_overall is not None and best.average_map is not None
+    assert board.rows[1].recall_07 == 0.0
+
+
+def test_tables_in_three_formats(scores_dir: Path) -> None:
+    board = leaderboard(scores_dir)
+    text = board.to_text().splitlines()
+    assert text[0].split()[:2] == ["model", "R@1x"] and text[2].startswith("embedded")
+    assert "50.00" in text[2]
+    markdown = board.to_markdown()
+    assert markdown.startswith("| model | R@1x 0.7 | R@1x 0.5 | avg mAP | VNBench overall |")
+    assert "| random | 0.00 |" in markdown
+    assert board.to_html().count("<tr>") == 3 and "<td>embedded</td>" in board.to_html()
+
+
+def test_plot_is_a_png(scores_dir: Path, tmp_path: Path) -> None:
+    path = leaderboard(scores_dir).plot(tmp_path / "plots" / "recall_by_bucket.png")
+    with Image.open(path) as image:
+        assert image.format == "PNG" and image.size[0] > 300
+
+
+def test_bad_folders_and_files(tmp_path: Path) -> None:
+    with pytest.raises(EvaluationError, match="does not exist"):
+        leaderboard(tmp_path / "nope")
+    with pytest.raises(EvaluationError, match=r"no \*\.json"):
+        leaderboard(tmp_path)
+    (tmp_path / "x.json").write_text('{"hello": 1}')
+    with pytest.raises(EvaluationError, match="not a score report"):
+        leaderboard(tmp_path)
+    (tmp_path / "x.json").write_text('{"grounding": {"all": {"all": {"recall": {"0.7": NaN}}}}}')
+    with pytest.raises(EvaluationError, match="finite"):
+        leaderboard(tmp_path)
