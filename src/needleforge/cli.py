@@ -141,47 +141,24 @@ Step = Literal["scenes", "objects", "all"]
 def _represent(db: Path, params_path: Path | None, step: Step) -> None:
     from rich.progress import Progress
 
-    from needleforge.backends import default_registry
-    from needleforge.represent import (
-        RepresentFailure,
-        config_hash,
-        load_models,
-        plan_represent,
-        run_job,
-    )
-    from needleforge.store import Store
+    from needleforge.pipeline import represent_store
 
     params = _params(params_path)
-    models = None if step == "scenes" else load_models(params.objects,
-                                                       registry=default_registry())
-    wanted = config_hash(params.scenes, params.objects if models else None, models)
-    failures: list[RepresentFailure] = []
-    with Store(db) as store:
-        videos = store.videos()
-        stored_scenes = {v.video_id: tuple(store.scenes(v.video_id)) for v in videos}
-        jobs = plan_represent(videos, step=step, wanted_hash=wanted,
-                              stored_hashes=store.representation_hashes(),
-                              stored_scenes=stored_scenes)
-        with Progress(console=console, transient=True) as progress:
-            bar = progress.add_task(f"{step}: representing videos", total=len(jobs))
-            for job in jobs:
-                result = run_job(job, scene_params=params.scenes, object_params=params.objects,
-                                 models=models)
-                if isinstance(result, RepresentFailure):
-                    failures.append(result)
-                else:
-                    store.record_representation(result)
-                progress.advance(bar)
-        counts = store.counts()
+    with Progress(console=console, transient=True) as progress:
+        bar = progress.add_task(f"{step}: representing videos", total=None)
+        outcome = represent_store(
+            db=db, params=params, step=step,
+            on_video=lambda done, total: progress.update(bar, completed=done, total=total))
+    counts = outcome.counts
     console.print(
-        f"{step}: {len(jobs) - len(failures)} video(s) represented, "
-        f"{len(videos) - len(jobs)} already current, {len(failures)} failed; store holds "
-        f"{counts['scenes']} scenes, {counts['scene_tags']} tags, {counts['objects']} objects"
+        f"{step}: {outcome.represented} video(s) represented, {outcome.current} already "
+        f"current, {len(outcome.failures)} failed; store holds {counts['scenes']} scenes, "
+        f"{counts['scene_tags']} tags, {counts['objects']} objects"
     )
-    for failure in failures:
+    for failure in outcome.failures:
         err_console.print(f"[bold red]failed:[/] {failure.video_id}: {failure.error}",
                           highlight=False, soft_wrap=True)
-    if failures:
+    if outcome.failures:
         raise typer.Exit(code=1)
 
 

@@ -8,14 +8,25 @@ are the ones only the CLI wired until now: expand, render, validate, release.
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Callable
 from pathlib import Path
 
+from needleforge.backends import default_registry
 from needleforge.config import Params
 from needleforge.nemo import ExpansionResult, expand
 from needleforge.quality import GateResult, QualityError
 from needleforge.quality import validate as run_validate
 from needleforge.release import ReleaseReport, build_release
 from needleforge.render import RenderReport, render_montages
+from needleforge.represent import (
+    RepresentFailure,
+    Step,
+    config_hash,
+    load_models,
+    plan_represent,
+    run_job,
+)
 from needleforge.store import Store
 from needleforge.vnbench.records import VNBenchResult
 
@@ -118,3 +129,48 @@ def vnbench_store(*, db: Path, out: Path, cache_dir: Path | None, params: Params
     write_jsonl(result.questions, path=out / "questions.jsonl")
     write_vnbench_json(result.vnbench_json, path=out / "vnbench.json")
     return result
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class RepresentOutcome:
+    """What a represent run did: videos done, already current, and the ones that failed."""
+
+    represented: int
+    current: int
+    failures: tuple[RepresentFailure, ...]
+    counts: dict[str, int]
+
+
+def represent_store(
+    *, db: Path, params: Params, step: Step, on_video: Callable[[int, int], None] | None = None,
+) -> RepresentOutcome:
+    """Represent the videos of ``db`` that are not current, storing each as it finishes.
+
+    One transaction per video, so a killed run resumes by skipping finished videos; a video
+    that fails is reported and keeps whatever it had stored. ``on_video(done, total)`` is
+    called after each video (a progress bar).
+
+    Raises:
+        StoreError: ``db`` is not a usable store. BackendError: an unknown backend name.
+    """
+    models = None if step == "scenes" else load_models(params.objects,
+                                                       registry=default_registry())
+    wanted = config_hash(params.scenes, params.objects if models else None, models)
+    failures: list[RepresentFailure] = []
+    with Store(db) as store:
+        videos = store.videos()
+        jobs = plan_represent(
+            videos, step=step, wanted_hash=wanted, stored_hashes=store.representation_hashes(),
+            stored_scenes={v.video_id: tuple(store.scenes(v.video_id)) for v in videos})
+        for done, job in enumerate(jobs, start=1):
+            result = run_job(job, scene_params=params.scenes, object_params=params.objects,
+                             models=models)
+            if isinstance(result, RepresentFailure):
+                failures.append(result)
+            else:
+                store.record_representation(result)
+            if on_video is not None:
+                on_video(done, len(jobs))
+        counts = store.counts()
+    return RepresentOutcome(len(jobs) - len(failures), len(videos) - len(jobs),
+                            tuple(failures), counts)
