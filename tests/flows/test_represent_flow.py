@@ -26,3 +26,4 @@ def test_represent_flow_resumes(clips: Path, tmp_path: Path) -> None:
         counts = store.counts()
     assert counts["scenes"] == 3 and counts["objects"] >= 2
     assert represent_flow(db) == {"represented": 0, "skipped": 2, "failed": 0}
+

@@ -1,0 +1,25 @@
+"""The evaluate flow: baselines answer a release, answers are scored, a leaderboard built."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("prefect_harness")
+def test_evaluate_flow_scores_the_baselines(tmp_path: Path) -> None:
+    from flows.evaluate import evaluate_flow
+    from tests.evaluate.eval_media import grounding_record, make_cat_clip, write_jsonl
+
+    release = tmp_path / "release"
+    (release / "videos").mkdir(parents=True)
+    make_cat_clip(release / "videos" / "cat.mp4")
+    write_jsonl(release / "questions.jsonl", [grounding_record(
+        "q1", video="videos/cat.mp4", spans=[[3.0, 6.0]],
+        question="When does the cat appear in the video?")])
+    board = evaluate_flow(release)
+    assert "embedded" in board and "random" in board
+    assert (release / "scores" / "embedded.json").is_file()
+    assert (release / "scores" / "leaderboard.png").is_file()
