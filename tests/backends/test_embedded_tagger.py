@@ -15,8 +15,8 @@ from needleforge.backends.embedded.tagger import (
     LABELS_FILE,
     MODEL_FILE,
     EmbeddedTagger,
-    _to_model_input,
     _to_probabilities,
+    model_input,
     rank_tags,
 )
 from needleforge.errors import BackendError
@@ -128,12 +128,15 @@ def test_rank_tags_merges_duplicates_and_groups() -> None:
 
 def test_inputs_follow_the_model_dtype() -> None:
     pixels = np.array([[[0, 128, 255]]], dtype=np.uint8)
-    assert _to_model_input(pixels, {"dtype": np.uint8}).tolist() == [[[[0, 128, 255]]]]
-    assert _to_model_input(pixels, {"dtype": np.int8}).tolist() == [[[[-128, 0, 127]]]]
-    floats = _to_model_input(pixels, {"dtype": np.float32})
+    def convert(dtype: type) -> np.ndarray:
+        return model_input(pixels, {"dtype": dtype}, width=1, height=1)
+
+    assert convert(np.uint8).tolist() == [[[[0, 128, 255]]]]
+    assert convert(np.int8).tolist() == [[[[-128, 0, 127]]]]
+    floats = convert(np.float32)
     assert floats.dtype == np.float32 and floats[0, 0, 0, 1] == pytest.approx(1 / 128)
-    with pytest.raises(BackendError, match="unsupported tagger input dtype"):
-        _to_model_input(pixels, {"dtype": np.int32})
+    with pytest.raises(BackendError, match="unsupported model input dtype"):
+        convert(np.int32)
 
 
 def test_outputs_are_dequantized_or_softmaxed() -> None:

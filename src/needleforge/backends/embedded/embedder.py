@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from needleforge.backends.base import RGBImage, ensure_rgb
+from needleforge.backends.base import RGBImage
 from needleforge.backends.embedded.files import (
     OPENPIBO_DISTRIBUTION,
     OPENPIBO_PACKAGE,
@@ -41,7 +41,7 @@ from needleforge.backends.embedded.files import (
     require_file,
     resolve_models_dir,
 )
-from needleforge.backends.embedded.tagger import MODEL_FILE
+from needleforge.backends.embedded.tagger import MODEL_FILE, dequantize, model_input
 from needleforge.backends.embedder import Embeddings, normalize_rows
 from needleforge.errors import BackendError
 
@@ -95,21 +95,11 @@ class EmbeddedImageEmbedder:
         Raises:
             BackendError: when ``image`` is not a uint8 HxWx3 array.
         """
-        rgb = ensure_rgb(image)
-        import cv2
-
-        resized = np.asarray(
-            cv2.resize(rgb, (self._width, self._height), interpolation=cv2.INTER_AREA),
-            dtype=np.uint8,
-        )
-        self._interpreter.set_tensor(self._input["index"], _model_input(resized, self._input))
+        batch = model_input(image, self._input, width=self._width, height=self._height)
+        self._interpreter.set_tensor(self._input["index"], batch)
         self._interpreter.invoke()
         raw = np.asarray(self._interpreter.get_tensor(self._feature["index"])).reshape(-1)
-        scale, zero_point = self._feature["quantization"]
-        values = raw.astype(np.float64)
-        if raw.dtype.kind in "iu" and scale:
-            values = (values - float(zero_point)) * float(scale)
-        return values
+        return dequantize(raw, self._feature)
 
     def embed(self, images: Sequence[RGBImage]) -> Embeddings:
         """One unit-length row per image (see the module docstring for what it measures).
@@ -135,17 +125,3 @@ def _feature_tensor(interpreter: Any, model: Path) -> dict[str, Any]:
         return pooled[0]
     raise BackendError(f"{model} has no pooled feature tensor '*{FEATURE_TENSOR_SUFFIX}': not "
                        "the EfficientNet-Lite3 classifier this embedder expects")
-
-
-def _model_input(resized: RGBImage, details: dict[str, Any]) -> npt.NDArray[Any]:
-    """The resized frame in the dtype the input tensor wants (see the tagger's notes)."""
-    dtype = np.dtype(details["dtype"])
-    if dtype == np.uint8:
-        batch: npt.NDArray[Any] = resized
-    elif dtype == np.int8:
-        batch = (resized.astype(np.int16) - 128).astype(np.int8)
-    elif dtype.kind == "f":
-        batch = ((resized.astype(np.float32) - 127.0) / 128.0).astype(dtype)
-    else:
-        raise BackendError(f"unsupported embedder input dtype {dtype}")
-    return batch[np.newaxis]

@@ -114,14 +114,8 @@ class EmbeddedTagger:
         Raises:
             BackendError: when ``image`` is not a uint8 HxWx3 array.
         """
-        rgb = ensure_rgb(image)
-        import cv2
-
-        resized = np.asarray(
-            cv2.resize(rgb, (self._width, self._height), interpolation=cv2.INTER_AREA),
-            dtype=np.uint8,
-        )
-        self._interpreter.set_tensor(self._input["index"], _to_model_input(resized, self._input))
+        batch = model_input(image, self._input, width=self._width, height=self._height)
+        self._interpreter.set_tensor(self._input["index"], batch)
         self._interpreter.invoke()
         raw = np.asarray(self._interpreter.get_tensor(self._output["index"])).reshape(-1)
         return _to_probabilities(raw, self._output)
@@ -176,8 +170,21 @@ def _group_indices(n_classes: int) -> dict[str, npt.NDArray[np.intp]]:
     }
 
 
-def _to_model_input(resized: RGBImage, details: dict[str, Any]) -> npt.NDArray[Any]:
-    """The resized RGB frame in the dtype and range the model's input tensor wants."""
+def model_input(
+    image: RGBImage, details: dict[str, Any], *, width: int, height: int
+) -> npt.NDArray[Any]:
+    """The frame resized to the model's input and put in the dtype and range it wants.
+
+    Shared by the tagger and the image embedder (same EfficientNet-Lite3 file).
+
+    Raises:
+        BackendError: when ``image`` is not a uint8 HxWx3 array, or the input dtype is unknown.
+    """
+    rgb = ensure_rgb(image)
+    import cv2
+
+    resized = np.asarray(cv2.resize(rgb, (width, height), interpolation=cv2.INTER_AREA),
+                         dtype=np.uint8)
     dtype = np.dtype(details["dtype"])
     if dtype == np.uint8:
         batch: npt.NDArray[Any] = resized
@@ -186,16 +193,22 @@ def _to_model_input(resized: RGBImage, details: dict[str, Any]) -> npt.NDArray[A
     elif dtype.kind == "f":
         batch = ((resized.astype(np.float32) - 127.0) / 128.0).astype(dtype)
     else:
-        raise BackendError(f"unsupported tagger input dtype {dtype}")
+        raise BackendError(f"unsupported model input dtype {dtype}")
     return batch[np.newaxis]
 
 
-def _to_probabilities(raw: npt.NDArray[Any], details: dict[str, Any]) -> FloatArray:
-    """Dequantize with the tensor's scale/zero point; softmax unless already probabilities."""
+def dequantize(raw: npt.NDArray[Any], details: dict[str, Any]) -> FloatArray:
+    """Tensor values as floats, using the tensor's scale and zero point when quantized."""
     scale, zero_point = details["quantization"]
     values = raw.astype(np.float64)
     if raw.dtype.kind in "iu" and scale:
         values = (values - float(zero_point)) * float(scale)
+    return values
+
+
+def _to_probabilities(raw: npt.NDArray[Any], details: dict[str, Any]) -> FloatArray:
+    """Dequantize with the tensor's scale/zero point; softmax unless already probabilities."""
+    values = dequantize(raw, details)
     # A quantized softmax (TFLite fixes its scale at 1/256) loses a few percent of mass to
     # rounding (sums of 0.71-0.95 seen), so "all values in [0, 1]" marks probabilities, not
     # "sums to 1"; renormalizing would inflate scores of images the model is unsure about.
