@@ -60,3 +60,8 @@ class NemoError(NeedleforgeError):
 class ReleaseError(NeedleforgeError):
     """A release cannot be built: nothing to release, a missing render, a name already taken,
     an unreadable previous release; the message names the montage, question or path."""
+
+
+class OutputError(NeedleforgeError):
+    """An output file or folder cannot be written (read-only folder, disk full, size limit);
+    the message names the path and the cause. Whatever was published before stays intact."""

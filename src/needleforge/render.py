@@ -21,7 +21,6 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-import os
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
@@ -31,6 +30,7 @@ from typing import TypeVar
 from needleforge.config import RenderParams
 from needleforge.errors import MediaError
 from needleforge.media.cache import CACHE_VERSION, ClipResult, ClipSpec, SceneClipCache
+from needleforge.media.outputs import sweep_scratch, write_text_atomic, writing
 from needleforge.media.render import OFFSET_TOL_S, Piece, RenderedVideo, render_montage
 from needleforge.records import Montage, Scene, Video
 
@@ -108,6 +108,8 @@ def render_montages(
     or when two montages share an id;
     naming the video id and path when a source file that must be encoded is missing; and
     naming the montage when ffmpeg fails or an output does not match its plan.
+    Raises :class:`~needleforge.errors.OutputError` naming the path when ``out_dir`` or
+    ``cache_dir`` cannot be written (read-only, disk full); finished montages stay.
     """
     start = time.perf_counter()
     ids = [m.montage_id for m in montages]
@@ -117,14 +119,18 @@ def render_montages(
                          f"{repeated}")
     jobs = [_job(m, scenes_by_id=scenes_by_id, videos_by_id=videos_by_id, params=params)
             for m in montages]
-    out_dir.mkdir(parents=True, exist_ok=True)
-    todo = [j for j in jobs if not _is_current(j, out_dir)]
-    cache = SceneClipCache(cache_dir, profile=params)
-    owners = _first_users(todo)
-    _check_sources(owners, cache=cache, videos_by_id=videos_by_id)
-    clips = _parallel(cache.ensure, list(owners), workers=params.workers)
-    renders = _parallel(lambda job: _render_one(job, clips, out_dir=out_dir, params=params),
-                        todo, workers=params.workers)
+    with writing(out_dir, what="render"):
+        out_dir.mkdir(parents=True, exist_ok=True)
+        # Scratch files of a killed earlier run: never let a truncated file outlive it.
+        sweep_scratch(out_dir)
+        sweep_scratch(cache_dir, recursive=True)
+        todo = [j for j in jobs if not _is_current(j, out_dir)]
+        cache = SceneClipCache(cache_dir, profile=params)
+        owners = _first_users(todo)
+        _check_sources(owners, cache=cache, videos_by_id=videos_by_id)
+        clips = _parallel(cache.ensure, list(owners), workers=params.workers)
+        renders = _parallel(lambda job: _render_one(job, clips, out_dir=out_dir, params=params),
+                            todo, workers=params.workers)
     rows = {job.montage.montage_id: _row(job, renders[job], clips, owners) for job in todo}
     results = tuple(rows.get(j.montage.montage_id) or _skipped(j, out_dir) for j in jobs)
     return RenderReport(
@@ -241,9 +247,8 @@ def _render_one(
     record = {"montage_id": job.montage.montage_id, "plan_hash": job.plan_hash,
               "n_frames": rendered.n_frames, "duration_s": rendered.duration_s,
               "profile": params.model_dump(mode="json", exclude={"workers"})}
-    tmp = sidecar.with_name(f".{sidecar.name}.{os.getpid()}")
-    tmp.write_text(json.dumps(record, indent=2, sort_keys=True) + "\n", "utf-8")
-    tmp.replace(sidecar)
+    write_text_atomic(sidecar, json.dumps(record, indent=2, sort_keys=True) + "\n",
+                      what=f"montage {job.montage.montage_id}")
     return rendered, time.perf_counter() - start
 
 

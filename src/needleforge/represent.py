@@ -12,18 +12,19 @@ Memory stays flat in the video's length: keyframes are held one scene at a time.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import json
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import Literal
+from typing import Literal, TypeVar
 
 import numpy as np
 import numpy.typing as npt
 
 from needleforge.backends import Detector, Registry, Tagger, TextReader
 from needleforge.config import ObjectParams, SceneParams
-from needleforge.errors import NeedleforgeError
+from needleforge.errors import BackendError, NeedleforgeError, SubtitleError
 from needleforge.objects import build_objects, scene_tags
 from needleforge.records import (
     Detection,
@@ -36,6 +37,7 @@ from needleforge.records import (
 )
 from needleforge.scenes import attach_subtitles, detect_scenes, read_subtitles, sample_keyframes
 from needleforge.scenes.keyframes import Keyframe
+from needleforge.scenes.subtitles import Cue
 
 Image = npt.NDArray[np.uint8]
 
@@ -124,7 +126,7 @@ def represent_video(
         detector_name = detection.detector
         errors += [detection.decode_error] if detection.decode_error else []
         if video.subtitle_path:
-            scenes = attach_subtitles(scenes, read_subtitles(Path(video.subtitle_path)))
+            scenes = attach_subtitles(scenes, _sidecar_cues(Path(video.subtitle_path)))
     tags: list[SceneTag] = []
     objects: list[ObjectTrack] = []
     if models is not None and object_params is not None and scenes:
@@ -137,6 +139,20 @@ def represent_video(
         config_hash=config_hash(scene_params, object_params, models),
         decode_error="; ".join(errors) if errors else None,
     )
+
+
+def _sidecar_cues(path: Path) -> list[Cue]:
+    """The cues of a video's stored sidecar; an error says it is the subtitle sidecar.
+
+    The stored copy is named by its hash, so the caller names the video's source file too.
+
+    Raises:
+        SubtitleError: the sidecar is unreadable or malformed (file and line named).
+    """
+    try:
+        return read_subtitles(path)
+    except SubtitleError as err:
+        raise SubtitleError(f"subtitle sidecar {err}") from None
 
 
 def _represent_objects(
@@ -183,10 +199,15 @@ def _represent_scene(
 ) -> tuple[list[SceneTag], list[ObjectTrack]]:
     detections: list[tuple[float, list[Detection]]] = []
     for frame in frames:
-        found = models.detector.detect(frame.image, t_s=frame.t_s)
+        found = _backend_call(models.detector, Detection, scene_id, frame.t_s,
+                              functools.partial(models.detector.detect, frame.image,
+                                                t_s=frame.t_s))
         detections.append((frame.t_s, [d for d in found if d.score >= params.min_detection_score]))
     tagged = _spread(len(frames), params.tag_keyframes_per_scene)
-    tag_lists: list[list[TagScore]] = [models.tagger.tag(frames[i].image) for i in tagged]
+    tag_lists: list[list[TagScore]] = [
+        _backend_call(models.tagger, TagScore, scene_id, frames[i].t_s,
+                      functools.partial(models.tagger.tag, frames[i].image))
+        for i in tagged]
     merged = scene_tags(tag_lists, detections, min_score=params.min_tag_score)
     provenance = f"{models.tagger.name}+{models.detector.name}"
     versions = f"{models.tagger.version}+{models.detector.version}"
@@ -199,6 +220,34 @@ def _represent_scene(
         backend=models.detector.name, model_version=models.detector.version,
     )
     return tags, objects
+
+
+_R = TypeVar("_R", Detection, TagScore)
+
+
+def _backend_call(backend: Detector | Tagger, kind: type[_R], scene_id: str, t_s: float,
+                  call: Callable[[], object]) -> list[_R]:
+    """``call()``'s result, checked to be a list of ``kind`` records.
+
+    A backend (possibly a user's plugin or a remote model) that answers garbage must fail
+    this video with its name, not crash the stage for every other video.
+
+    Raises:
+        BackendError: naming the backend, the scene and the keyframe time, when the call
+            raises ``ValueError``/``TypeError`` (e.g. a record with a NaN score) or returns
+            something other than a list of ``kind``.
+    """
+    label = f"{backend.name}@{backend.version} on scene {scene_id} at {t_s:.3f} s"
+    try:
+        result = call()
+    except (ValueError, TypeError) as err:
+        raise BackendError(f"backend {label} failed: {err}") from None
+    if not isinstance(result, list | tuple) or not all(isinstance(r, kind) for r in result):
+        got = type(result).__name__ if not isinstance(result, list | tuple) else (
+            sorted({type(r).__name__ for r in result if not isinstance(r, kind)}))
+        raise BackendError(f"backend {label} returned garbage ({got}); expected a list of "
+                           f"{kind.__name__}")
+    return list(result)
 
 
 def _spread(n: int, k: int | None) -> list[int]:

@@ -7,7 +7,8 @@ Three steps, so the Prefect flow can fan the expensive middle one out:
    duplicate rows. Cheap; whole-manifest problems raise :class:`ManifestError`.
 2. :func:`process_row` — check the file, probe it (PyAV), hash it (sha256), place it and its
    subtitle sidecar in the content-addressed store. Returns a record, never raises for a bad
-   file: one bad source must not stop the others.
+   file: one bad source must not stop the others. A store that cannot be written (read-only,
+   disk full) is not a bad source: it raises :class:`~needleforge.errors.OutputError`.
 3. :func:`finish_ingest` — refuse a row repeating an earlier accepted row: the same file
    (``duplicate_row``) or the same content under another name (``duplicate_content``).
 
@@ -28,6 +29,7 @@ from needleforge.config import IngestParams
 from needleforge.errors import ProbeError
 from needleforge.ingest.files import LinkMode, place, sha256_file
 from needleforge.ingest.manifest import ManifestRow, RowProblem, read_manifest
+from needleforge.media.outputs import writing
 from needleforge.media.probe import probe
 from needleforge.records import IngestRejection, RejectionReason, Video, video_id_for
 
@@ -138,7 +140,11 @@ def _inside(root: Path, relative: str) -> Path | None:
 def process_row(
     job: RowJob, *, media_dir: Path, link_mode: LinkMode
 ) -> Accepted | IngestRejection:
-    """Probe, hash and store one authorized row (see module docstring, step 2)."""
+    """Probe, hash and store one authorized row (see module docstring, step 2).
+
+    Raises:
+        OutputError: ``media_dir`` cannot be written (read-only, disk full), naming it.
+    """
     entry = job.row
 
     def refuse(reason: RejectionReason, message: str) -> IngestRejection:
@@ -153,18 +159,23 @@ def process_row(
         return refuse(_PROBE_REASONS.get(err.kind, "unreadable"), _strip_path(str(err)))
     subtitle_stored: str | None = None
     try:
+        sub_sha: str | None = None
         if job.subtitles is not None:
             problem = _check_subtitles(job.subtitles)
             if problem:
                 return refuse("bad_subtitles", problem)
             sub_sha = sha256_file(job.subtitles)
-            subtitle_stored = str(place(job.subtitles, media_dir=media_dir, sha256=sub_sha,
-                                        mode=link_mode))
         sha = sha256_file(job.source)
-        stored = place(job.source, media_dir=media_dir, sha256=sha, mode=link_mode)
         size = job.source.stat().st_size
     except OSError as err:
-        return refuse("unreadable", f"cannot read or store the file ({err.strerror or err})")
+        return refuse("unreadable", f"cannot read the file ({err.strerror or err})")
+    # A failure to write the media store is not the row's fault: it stops the whole ingest
+    # (nothing is recorded) instead of refusing good rows.
+    with writing(media_dir, what=f"ingest of row {entry.row} ({entry.path}) into the store"):
+        if job.subtitles is not None and sub_sha is not None:
+            subtitle_stored = str(place(job.subtitles, media_dir=media_dir, sha256=sub_sha,
+                                        mode=link_mode))
+        stored = place(job.source, media_dir=media_dir, sha256=sha, mode=link_mode)
     video = Video(
         video_id=video_id_for(sha), sha256=sha, program=entry.program, title=entry.title,
         source_path=str(job.source), stored_path=str(stored), size_bytes=size, media=media,
@@ -226,7 +237,12 @@ def _duplicate(result: Accepted, earlier: Accepted) -> IngestRejection:
 
 
 def ingest(manifest_path: Path, *, media_dir: Path, params: IngestParams) -> IngestResult:
-    """Run the three steps; rows are probed and hashed on ``params.workers`` threads."""
+    """Run the three steps; rows are probed and hashed on ``params.workers`` threads.
+
+    Raises:
+        ManifestError: the manifest as a whole is unusable. OutputError: ``media_dir`` cannot
+            be written (read-only, disk full); nothing is returned for the caller to store.
+    """
     planned = plan_ingest(manifest_path, params=params)
 
     def run(item: RowJob | IngestRejection) -> Accepted | IngestRejection:

@@ -33,6 +33,7 @@ import json
 import math
 import os
 import re
+import signal
 import subprocess
 import tempfile
 import threading
@@ -42,7 +43,7 @@ from pathlib import Path
 import av
 
 from needleforge.config import RenderParams
-from needleforge.errors import MediaError
+from needleforge.errors import MediaError, OutputError
 from needleforge.media.ffmpeg import ffmpeg_binary
 
 #: Bump when the encoding recipe changes, so old clips are not reused under new rules.
@@ -58,6 +59,9 @@ _AUD = b"\x00\x00\x00\x01\x09"
 AUD_BYTES = 6
 _NAL_START = re.compile(rb"\x00\x00\x01(.)", re.DOTALL)
 _NAL_IDR = 5
+#: ffmpeg messages meaning it could not create or write its output (not a decoding problem).
+_WRITE_FAILURES = ("Error opening output", "File too large", "No space left on device",
+                   "Disk quota exceeded", "Read-only file system")
 
 
 def clip_frames(duration_s: float, *, fps: int) -> int:
@@ -125,7 +129,9 @@ def run_ffmpeg_measured(
 
     The CPU time is that one child's, read with :func:`os.wait4`, so concurrent calls from
     several threads are each measured exactly. ``stdin_chunks`` are written to its stdin.
-    Raises :class:`MediaError` naming ``what`` with the tail of ffmpeg's messages on failure.
+    Raises :class:`MediaError` naming ``what`` with the tail of ffmpeg's messages on failure,
+    or :class:`~needleforge.errors.OutputError` naming the output folder (the last argument's)
+    when ffmpeg could not open or write its output (read-only folder, disk full).
     """
     cmd = [ffmpeg_binary(), "-hide_banner", "-nostdin", "-loglevel", "error", "-y", *args]
     with tempfile.TemporaryFile() as err:
@@ -144,6 +150,16 @@ def run_ffmpeg_measured(
             err.seek(0)
             lines = err.read().decode("utf-8", errors="replace").strip().splitlines()
             tail = " | ".join(line.strip() for line in lines[-6:]) or "(no message)"
+            if args and proc.returncode == -signal.SIGXFSZ:
+                # subprocess restores SIGXFSZ's default action, so a write past a file-size
+                # limit kills ffmpeg silently instead of failing with EFBIG.
+                raise OutputError(f"ffmpeg failed for {what}: cannot write to "
+                                  f"{Path(args[-1]).parent}: file too large (killed by "
+                                  "SIGXFSZ: the file-size limit, ulimit -f, was reached)")
+            if args and any(marker in tail for marker in _WRITE_FAILURES):
+                folder = Path(args[-1]).parent
+                raise OutputError(f"ffmpeg failed for {what}: cannot write to {folder} "
+                                  f"(read-only or full?): {tail}")
             raise MediaError(f"ffmpeg failed for {what}: {tail}")
     return usage.ru_utime + usage.ru_stime
 

@@ -81,18 +81,39 @@ class Store:
         self.close()
 
     def close(self) -> None:
-        self._con.close()
+        """Close the file (DuckDB checkpoints its write-ahead log here).
+
+        Raises:
+            StoreError: naming the store when the checkpoint cannot be written (disk full);
+                committed writes stay in the write-ahead log and are replayed on next open.
+        """
+        try:
+            self._con.close()
+        except duckdb.Error as err:
+            raise StoreError(f"{self.path}: cannot close cleanly ({err}); committed writes "
+                             "are kept in its write-ahead log") from None
 
     @contextlib.contextmanager
     def transaction(self) -> Iterator[duckdb.DuckDBPyConnection]:
-        """Run the block in one transaction: all of its writes land, or none do."""
-        self._con.begin()
+        """Run the block in one transaction: all of its writes land, or none do.
+
+        Raises:
+            StoreError: naming the store when DuckDB cannot write (disk full, file-size
+                limit, read-only file); the transaction is rolled back, so the store keeps
+                exactly what it had.
+        """
         try:
-            yield self._con
-        except BaseException:
-            self._con.rollback()
-            raise
-        self._con.commit()
+            self._con.begin()
+            try:
+                yield self._con
+                self._con.commit()
+            except BaseException:
+                with contextlib.suppress(duckdb.Error):
+                    self._con.rollback()
+                raise
+        except duckdb.Error as err:
+            raise StoreError(f"{self.path}: write failed, nothing of it was stored ({err})"
+                             ) from None
 
     @property
     def schema_version(self) -> int:

@@ -24,6 +24,7 @@ from typing import Any, Literal
 
 from needleforge.config import StudioParams
 from needleforge.errors import StudioError
+from needleforge.media.outputs import writing
 from needleforge.studio.assets import (
     BACKDROPS,
     CUTOUTS,
@@ -107,13 +108,23 @@ def build_studio(params: StudioParams, out_dir: Path) -> StudioReport:
 
     Raises :class:`StudioError` for an unknown real-clip name, a program using a reserved
     name, a package file that is not installed, or a failed render. Files of an earlier
-    build are overwritten; nothing outside ``out_dir`` is touched.
+    build are overwritten; nothing outside ``out_dir`` is touched. Raises
+    :class:`~needleforge.errors.OutputError` naming the path when ``out_dir`` cannot be
+    written (read-only, disk full).
     """
     clips = select_clips(list(params.real_clips))
     _check_programs(params)
     _preflight(clips)
     out_dir = out_dir.resolve()
+    with writing(out_dir, what="studio"):
+        return _build(params, out_dir, clips)
+
+
+def _build(params: StudioParams, out_dir: Path, clips: list[RealClip]) -> StudioReport:
     (out_dir / "clips").mkdir(parents=True, exist_ok=True)
+    # Outputs are written as ``*.partial*`` and renamed; a killed build leaves some behind.
+    for stale in [*out_dir.glob("*.partial*"), *out_dir.glob("*/*.partial*")]:
+        stale.unlink(missing_ok=True)
     clip_paths = [copy_clip(c, clips_dir=out_dir / "clips") for c in clips]
     expired_path = copy_clip(EXPIRED_CLIP, clips_dir=out_dir / "clips")
     bank = ImageBank(width=params.width, height=params.height)

@@ -19,6 +19,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+from needleforge.media.outputs import write_text_atomic
 from needleforge.vnbench.records import LETTERS, N_OPTIONS, VNBenchSample
 
 
@@ -63,15 +64,23 @@ def all_records(samples: Sequence[VNBenchSample]) -> tuple[list[dict[str, Any]],
 
 
 def write_jsonl(records: Iterable[dict[str, Any]], *, path: Path) -> Path:
-    """Write one JSON object per line (UTF-8, keys in order, non-ASCII kept)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    """Write one JSON object per line (UTF-8, keys in order, non-ASCII kept).
+
+    Written to a scratch file and renamed, so a crash never leaves half a file.
+
+    Raises:
+        OutputError: the folder cannot be written (read-only, disk full).
+    """
     lines = [json.dumps(r, ensure_ascii=False) for r in records]
-    path.write_text("".join(f"{line}\n" for line in lines), "utf-8")
-    return path
+    return write_text_atomic(path, "".join(f"{line}\n" for line in lines),
+                             what="VNBench questions")
 
 
 def write_vnbench_json(records: Sequence[dict[str, Any]], *, path: Path) -> Path:
-    """Write the VNBench-style records as one JSON array (UTF-8, indented)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(list(records), ensure_ascii=False, indent=1) + "\n", "utf-8")
-    return path
+    """Write the VNBench-style records as one JSON array (UTF-8, indented), atomically.
+
+    Raises:
+        OutputError: the folder cannot be written (read-only, disk full).
+    """
+    return write_text_atomic(path, json.dumps(list(records), ensure_ascii=False, indent=1)
+                             + "\n", what="VNBench records")

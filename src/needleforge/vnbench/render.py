@@ -39,6 +39,7 @@ from PIL import Image
 
 from needleforge.config import RenderParams
 from needleforge.media.cache import CACHE_VERSION, clip_frames, finish_clip, read_index
+from needleforge.media.outputs import write_text_atomic
 from needleforge.media.render import Piece, RenderedVideo, encode_piece, render_montage
 from needleforge.vnbench.assets import RGB, load_rgb
 from needleforge.vnbench.frames import second_bytes
@@ -265,8 +266,8 @@ def render_sample(
         pieces = montage_pieces(sample, haystack_clip=haystack_clip, edit_clip=edit_clip,
                                 insert_clips=inserts)
         cpu_s += render_montage(pieces, out, profile=profile, name=sample.sample_id).cpu_s
-    sidecar.write_text(json.dumps({"render_hash": digest, "sample_id": sample.sample_id}),
-                       "utf-8")
+    write_text_atomic(sidecar, json.dumps({"render_hash": digest, "sample_id": sample.sample_id}),
+                      what=f"VNBench sample {sample.sample_id}")
     return SampleRender(sample.sample_id, out, skipped=False, cpu_s=cpu_s)
 
 

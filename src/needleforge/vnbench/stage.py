@@ -20,6 +20,7 @@ from typing import TypeAlias, TypeVar
 from needleforge.backends.embedder import ImageEmbedder
 from needleforge.config import RenderParams, VNBenchParams
 from needleforge.media.cache import ClipSpec, SceneClipCache
+from needleforge.media.outputs import sweep_scratch, writing
 from needleforge.records import Video
 from needleforge.vnbench.assets import (
     ImageSet,
@@ -191,24 +192,30 @@ def build_vnbench(
     Raises:
         VNBenchError: for an unreadable font, a missing asset folder or package file;
         MediaError: when a haystack cannot be encoded or a sample cannot be rendered.
+        OutputError: ``out_dir`` or ``cache_dir`` cannot be written (read-only, disk full),
+            naming the path; samples rendered before stay.
     """
     jobs, skips = _jobs(params, videos)
-    assets, asset_skips = _assets(params, cache_dir=cache_dir, jobs=jobs)
-    cache = haystack_cache(cache_dir, profile=render)
-    haystacks = sorted({h.haystack_id: h for _, h, _ in jobs}.values(),
-                       key=lambda h: h.haystack_id)
-    paths = _parallel(lambda h: cache.ensure(haystack_spec(h)).path, haystacks,
-                      workers=render.workers)
+    with writing(cache_dir, what="VNBench cache"):
+        assets, asset_skips = _assets(params, cache_dir=cache_dir, jobs=jobs)
+        cache = haystack_cache(cache_dir, profile=render)
+        haystacks = sorted({h.haystack_id: h for _, h, _ in jobs}.values(),
+                           key=lambda h: h.haystack_id)
+        paths = _parallel(lambda h: cache.ensure(haystack_spec(h)).path, haystacks,
+                          workers=render.workers)
     clip_paths = {h.haystack_id: p for h, p in zip(haystacks, paths, strict=True)}
     pools, filter_skips = _pools(params, assets=assets, clip_paths=clip_paths,
                                  embedder=embedder)
     samples, compose_skips = _compose_all(jobs, pools=pools, params=params, render=render)
-    renders = _parallel(
-        lambda s: render_sample(s, haystack_clip=clip_paths[s.haystack.haystack_id],
-                                out=out_dir / s.video, profile=render, style=assets.style,
-                                piece_root=cache_dir / "vnbench-pieces",
-                                work_root=cache_dir / "vnbench-work"),
-        samples, workers=render.workers)
+    with writing(out_dir, what="VNBench render"):
+        out_dir.mkdir(parents=True, exist_ok=True)
+        sweep_scratch(out_dir)  # what a killed earlier run left half-written
+        renders = _parallel(
+            lambda s: render_sample(s, haystack_clip=clip_paths[s.haystack.haystack_id],
+                                    out=out_dir / s.video, profile=render, style=assets.style,
+                                    piece_root=cache_dir / "vnbench-pieces",
+                                    work_root=cache_dir / "vnbench-work"),
+            samples, workers=render.workers)
     questions, vnbench = all_records(samples)
     return VNBenchResult(samples=tuple(samples), questions=tuple(questions),
                          vnbench_json=tuple(vnbench), videos=tuple(r.path for r in renders),
