@@ -1,8 +1,12 @@
 """Prefect flow: answer a release with each model, score the answers, build the leaderboard.
 
 Each model runs as its own task (answers are resumable, so a retried task continues where it
-stopped); scoring and the leaderboard read the files the tasks wrote.
-Run: ``python -m flows.evaluate releases/sample --model random --model embedded``.
+stopped); scoring and the leaderboard read the files the tasks wrote. Everything is written
+under ``out`` (default: the release folder): ``predictions/``, ``scores/``, ``leaderboard.*``.
+The CPU baselines sample at most ``max_frames`` = 16 frames a video by default: the embedded
+baseline's cost is one detector run per distinct frame, and 16 keeps a demo release of 174
+questions around a minute on 2 cores while scoring far above random (``benchmarks/evaluate.py``).
+Run: ``python -m flows.evaluate releases/sample --model random --model embedded --out DIR``.
 """
 
 from __future__ import annotations
@@ -22,6 +26,9 @@ from needleforge.evaluate import (
     score_files,
 )
 
+#: Frames per video the baselines see by default (see the module docstring).
+BASELINE_MAX_FRAMES = 16
+
 
 def _model(name: str) -> VideoLLM:
     if name == "random":
@@ -33,28 +40,29 @@ def _model(name: str) -> VideoLLM:
 
 
 @task(name="answer", retries=1)
-def answer_task(release: Path, name: str, max_frames: int) -> Path:
+def answer_task(release: Path, name: str, max_frames: int, out: Path) -> Path:
     return run_model(release / "questions.jsonl", model=_model(name), release_dir=release,
-                     out=release / "predictions" / f"{name}.jsonl", max_frames=max_frames)
+                     out=out / "predictions" / f"{name}.jsonl", max_frames=max_frames)
 
 
 @task(name="score")
-def score_task(release: Path, predictions: Path) -> Path:
+def score_task(release: Path, predictions: Path, out: Path) -> Path:
     report = score_files(release / "questions.jsonl", predictions)
-    out = release / "scores" / f"{predictions.stem}.json"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(report.to_dict(), indent=2, sort_keys=True) + "\n")
-    return out
+    path = out / "scores" / f"{predictions.stem}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(report.to_dict(), indent=2, sort_keys=True) + "\n")
+    return path
 
 
 @flow(name="evaluate", log_prints=True)
 def evaluate_flow(release: Path, models: tuple[str, ...] = ("random", "embedded"),
-                  max_frames: int = 64) -> str:
-    """Score ``models`` on ``release``; returns the leaderboard as Markdown."""
+                  max_frames: int = BASELINE_MAX_FRAMES, out: Path | None = None) -> str:
+    """Score ``models`` on ``release`` into ``out``; returns the leaderboard as Markdown."""
+    out = release if out is None else out
     for name in models:
-        score_task(release, answer_task(release, name, max_frames))
-    board = leaderboard(release / "scores")
-    board.plot(release / "scores" / "leaderboard.png")
+        score_task(release, answer_task(release, name, max_frames, out), out)
+    board = leaderboard(out / "scores")
+    board.plot(out / "scores" / "leaderboard.png")
     print(board.to_text())
     return board.to_markdown()
 
@@ -63,9 +71,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("release", type=Path)
     parser.add_argument("--model", action="append", dest="models")
-    parser.add_argument("--max-frames", type=int, default=64)
+    parser.add_argument("--max-frames", type=int, default=BASELINE_MAX_FRAMES)
+    parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args()
-    evaluate_flow(args.release, tuple(args.models or ("random", "embedded")), args.max_frames)
+    evaluate_flow(args.release, tuple(args.models or ("random", "embedded")), args.max_frames,
+                  args.out)
 
 
 if __name__ == "__main__":

@@ -170,6 +170,15 @@ class NemoParams(_Section):
     ``min_negative_s``; a target that cannot reach ``short_min_s`` with ``min_negatives`` or
     more negatives is skipped. ``max_targets`` caps the targets (0 = all), sampled with
     ``seed``. ``describer``/``verifier`` name backends; their ``*_options`` go to the factory.
+
+    ``check_negatives`` looks again, harder, at each negative candidate of an object target
+    for the target's label (:mod:`needleforge.nemo.probe`): frames at most ``check_every_s``
+    apart (scaled to ``check_max_side`` pixels), detected by ``check_detector`` at
+    ``check_min_score`` with its input upscaled ``check_input_scale`` times (detectors that
+    take ``input_scale``), optionally cut into ``check_cols`` x ``check_rows`` tiles
+    overlapping by ``check_overlap``; a scene where the label is seen is passed over. The
+    representation pass misses small and brief objects, and a negative that shows one makes
+    the answer wrong. Cost grows with frames x scale² x tiles.
     """
 
     seed: int = 0
@@ -191,6 +200,16 @@ class NemoParams(_Section):
     abstract_labels: list[Annotated[str, Field(min_length=1)]] = Field(
         default_factory=lambda: list(DEFAULT_ABSTRACT_LABELS)
     )
+    check_negatives: bool = True
+    check_every_s: Annotated[float, Field(gt=0, le=60)] = 8.0
+    check_max_side: Annotated[int, Field(ge=64, le=4096)] = 640
+    check_input_scale: Annotated[float, Field(ge=0.25, le=4)] = 1.5
+    check_cols: Annotated[int, Field(ge=1, le=8)] = 1
+    check_rows: Annotated[int, Field(ge=1, le=8)] = 1
+    check_overlap: Annotated[float, Field(ge=0, le=0.9)] = 0.2
+    check_min_score: Annotated[float, Field(ge=0, le=1)] = 0.3
+    check_detector: Annotated[str, Field(min_length=1)] = "embedded"
+    check_detector_options: dict[str, str | int | float | bool] = Field(default_factory=dict)
 
     @model_validator(mode="after")
     def _ranges(self) -> NemoParams:
@@ -242,6 +261,13 @@ class ReleaseParams(_Section):
     release ships plans only. ``top_n_labels`` and ``histogram_bins`` shape the card's plots.
     ``release_date`` is the only date a release carries (none by default), so building the
     same inputs twice gives byte-identical files.
+
+    Authorization: a source ships only while its licence is valid on the release day
+    (``release_date``, else the build day, UTC) and grants every scope in ``required_scopes``;
+    questions built on any other source are left out with the reason listed
+    (``unauthorized: exclude``) or stop the build (``error``). Contamination: sources already
+    used by the earlier releases the build compares against (by sha256) are flagged, and
+    with ``exclude_contaminated`` their questions are left out too.
     """
 
     title: Annotated[str, Field(min_length=1)] = "needleforge benchmark"
@@ -252,6 +278,15 @@ class ReleaseParams(_Section):
     top_n_labels: Annotated[int, Field(ge=1, le=200)] = 20
     histogram_bins: Annotated[int, Field(ge=1, le=200)] = 20
     release_date: dt.date | None = None
+    required_scopes: list[Annotated[str, Field(min_length=1)]] = Field(
+        default_factory=lambda: ["benchmark"], min_length=1
+    )
+    unauthorized: Literal["exclude", "error"] = "exclude"
+    exclude_contaminated: bool = False
+
+    def check_day(self) -> dt.date:
+        """The day source licences must still be valid on: ``release_date``, else today (UTC)."""
+        return self.release_date or dt.datetime.now(dt.UTC).date()
 
 
 class QualityParams(_Section):
@@ -415,6 +450,28 @@ class VNBenchParams(_Section):
         return self
 
 
+class RunnerParams(_Section):
+    """Where the flows' per-video and per-montage tasks run (``flows/``, ``--runner``).
+
+    ``threads`` (default) runs tasks on ``workers`` threads of the flow process. ``dask``
+    uses prefect-dask: ``dask_address`` (``tcp://host:8786``) names an existing cluster,
+    None starts a local cluster of ``workers`` single-threaded worker processes. ``ray`` uses
+    prefect-ray: ``ray_address`` (``ray://host:10001`` or ``auto``) names an existing
+    cluster, None starts a local one with ``workers`` CPUs. Workers must see the media
+    store, scene-clip cache and output folders at the same paths (a shared filesystem);
+    only the flow process writes DuckDB (see docs/clusters.md).
+    """
+
+    kind: Literal["threads", "dask", "ray"] = "threads"
+    workers: Annotated[int, Field(ge=1, le=256)] = 2
+    dask_address: Annotated[
+        str, Field(pattern=r"^(tcp|tls|ucx|ws|wss|inproc)://[^\s/]+$")
+    ] | None = None
+    ray_address: Annotated[
+        str, Field(pattern=r"^(auto|(ray://)?[A-Za-z0-9_.\-\[\]:]+:[0-9]+)$")
+    ] | None = None
+
+
 class Params(_Section):
     """The whole ``params.yaml``."""
 
@@ -428,6 +485,7 @@ class Params(_Section):
     quality: QualityParams = Field(default_factory=QualityParams)
     release: ReleaseParams = Field(default_factory=ReleaseParams)
     vnbench: VNBenchParams = Field(default_factory=VNBenchParams)
+    runner: RunnerParams = Field(default_factory=RunnerParams)
 
 
 class ParamsError(ConfigError):

@@ -19,7 +19,11 @@ def test_evaluate_flow_scores_the_baselines(tmp_path: Path) -> None:
     write_jsonl(release / "questions.jsonl", [grounding_record(
         "q1", video="videos/cat.mp4", spans=[[3.0, 6.0]],
         question="When does the cat appear in the video?")])
-    board = evaluate_flow(release)
+    before = sorted(p.name for p in release.rglob("*"))
+    out = tmp_path / "eval"
+    board = evaluate_flow(release, out=out)
     assert "embedded" in board and "random" in board
-    assert (release / "scores" / "embedded.json").is_file()
-    assert (release / "scores" / "leaderboard.png").is_file()
+    assert (out / "scores" / "embedded.json").is_file()
+    assert (out / "predictions" / "random.jsonl").is_file()
+    assert (out / "scores" / "leaderboard.png").is_file()
+    assert sorted(p.name for p in release.rglob("*")) == before  # the release is left alone

@@ -37,7 +37,9 @@ class VideoLLM(Protocol):
 
     ``name`` and ``version`` go into the predictions' metadata; ``prompt_style`` says how the
     frames were shown (``video_first``, ``interleaved``, or a baseline's own word).
-    Implementations must be safe to call from several threads at once.
+    Implementations must be safe to call from several threads at once. An optional
+    ``needs_pixels = False`` class attribute says the model reads only the frame times, so
+    :func:`~.run.run_model` hands it placeholder images instead of decoding the video.
     """
 
     name: str

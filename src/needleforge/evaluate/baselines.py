@@ -12,12 +12,20 @@
   the runs of consecutive sampled frames where it is seen, longest run first; multiple choice
   picks the option seen (retrieval), seen in that order (ordering) or nearest the number of runs
   seen (counting; pasted copies count every detection of a run's busiest frame).
+
+Cost (the baseline has to score a demo release inside ``make demo``): the models run only for
+what a question asks (OCR only when it asks about text, nothing when it names neither an object
+nor a text), once per video for all its questions (:class:`~.memo.LRUCache`), and once per
+*picture*: a frame nearly identical to one already seen, in this video or another, reuses its
+results (:class:`~.memo.NearDuplicateMemo`), since montages reuse one pool of source scenes.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import itertools
+import queue
 import random
 import re
 import threading
@@ -25,9 +33,11 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
+from needleforge.backends.base import RGBImage
 from needleforge.backends.embedded.labels import COCO_LABELS
 from needleforge.backends.openai_http import TimedFrame
 from needleforge.errors import BackendError
+from needleforge.evaluate.memo import LRUCache, NearDuplicateMemo
 from needleforge.evaluate.prompts import AnswerKind
 from needleforge.evaluate.records import LETTERS
 
@@ -45,6 +55,7 @@ SYNONYMS: dict[str, str] = {
     "ball": "sports ball", "plant": "potted plant", "lorry": "truck", "automobile": "car",
 }
 _TEXT_WORDS = ("secret word", "caption", "text", "subtitle", "written", "says", "word")
+_VIDEO_CACHE = 256
 _COPY_WORDS = ("copies", "copy", "pasted", "overlaid")
 _MAX_SPANS = 5
 _TYPICAL_SPAN_S = (3.0, 8.0)
@@ -100,6 +111,8 @@ class RandomBaseline:
     """
 
     prompt_style: str = "none"
+    #: Only the frame times matter: :func:`~.run.run_model` skips decoding for this model.
+    needs_pixels: bool = False
 
     def __init__(self, *, seed: int = 0, span_s: tuple[float, float] = _TYPICAL_SPAN_S) -> None:
         if not 0 < span_s[0] <= span_s[1]:
@@ -134,27 +147,48 @@ class EmbeddedGroundingBaseline:
 
     ``detector`` and ``reader`` default to the embedded models; the OCR model is loaded only
     when a question asks about text. Per-video results are cached (the 4 tries of a multiple
-    choice sample share frames), and the models run under one lock: OpenCV nets are not
-    thread-safe.
+    choice sample share frames) for the last ``video_cache`` videos, and each model's results
+    per near-identical frame are kept in a :class:`~.memo.NearDuplicateMemo`
+    (``near_duplicate_diff`` grey levels, 0 turns it off). OpenCV nets are not thread-safe and
+    this one gains nothing from a second OpenCV thread, so the default builds ``parallel``
+    single-threaded detectors that threads borrow one at a time (a given ``detector`` is the
+    only one, shared under the same rule); the OCR reader runs under its own lock.
 
     Raises:
-        BackendError: the embedded model files are missing (see the backends).
+        BackendError: the embedded model files are missing (see the backends), or a cache
+            setting or ``parallel`` is out of range.
     """
 
     prompt_style: str = "none"
+    needs_pixels: bool = True
 
     def __init__(self, *, detector: EmbeddedDetector | None = None,
-                 reader: EmbeddedTextReader | None = None, score_threshold: float = 0.5) -> None:
+                 reader: EmbeddedTextReader | None = None, score_threshold: float = 0.5,
+                 near_duplicate_diff: float = 2.0, video_cache: int = _VIDEO_CACHE,
+                 parallel: int = 2) -> None:
+        if parallel < 1:
+            raise BackendError(f"{parallel = } must be >= 1")
         if detector is None:
             from needleforge.backends.embedded.detector import EmbeddedDetector
 
-            detector = EmbeddedDetector(score_threshold=score_threshold)
-        self.detector = detector
+            detectors = [EmbeddedDetector(score_threshold=score_threshold, num_threads=1)
+                         for _ in range(parallel)]
+        else:
+            detectors = [detector]
+        self.detector = detectors[0]
+        self._free: queue.SimpleQueue[EmbeddedDetector] = queue.SimpleQueue()
+        for each in detectors:
+            self._free.put(each)
         self._reader = reader
         self.name = "embedded"
-        self.version = f"{detector.name}@{detector.version}+ocr"
-        self._lock = threading.Lock()
-        self._cache: dict[str, _Seen] = {}
+        # the memo can change an answer (a near-duplicate's detections), so it is provenance
+        self.version = (f"{self.detector.name}@{self.detector.version}+ocr,"
+                        f"dup<{near_duplicate_diff:g}")
+        self._ocr_lock = threading.Lock()
+        self._cache: LRUCache[str, _Seen] = LRUCache(video_cache)
+        self.label_memo: NearDuplicateMemo[Counter[str]] = NearDuplicateMemo(
+            max_diff=near_duplicate_diff)
+        self.text_memo: NearDuplicateMemo[str] = NearDuplicateMemo(max_diff=near_duplicate_diff)
 
     def answer(self, frames: Sequence[TimedFrame], question_text: str, *, kind: AnswerKind,
                options: Sequence[str] | None = None) -> str:
@@ -167,47 +201,57 @@ class EmbeddedGroundingBaseline:
         """
         if not frames:
             raise BackendError("the embedded baseline needs at least one frame")
-        with self._lock:
-            seen = self._seen(frames)
-            if kind == "grounding":
-                return self._ground(frames, seen, question_text)
-            return self._choose(frames, seen, question_text, list(options or ()))
+        seen = self._seen(frames)
+        if kind == "grounding":
+            return self._ground(frames, seen, question_text)
+        return self._choose(frames, seen, question_text, list(options or ()))
 
     def _seen(self, frames: Sequence[TimedFrame]) -> _Seen:
         digest = hashlib.blake2b(digest_size=16)
         for t_s, image in frames:
             digest.update(f"{t_s:.3f}{image.shape}".encode())
             digest.update(image[::16, ::16].tobytes())
-        key = digest.hexdigest()
-        if key not in self._cache:
-            self._cache[key] = _Seen(frames)
-        return self._cache[key]
+        return self._cache.get_or_make(digest.hexdigest(), lambda: _Seen(frames))
 
     def _labels(self, frames: Sequence[TimedFrame], seen: _Seen) -> list[Counter[str]]:
         if seen.labels is None:
-            seen.labels = [Counter(d.label for d in self.detector.detect(image, t_s=t_s))
-                           for t_s, image in frames]
+            def labels_of(image: RGBImage, t_s: float) -> Counter[str]:
+                detector = self._free.get()  # blocks while every detector is busy
+                try:
+                    return Counter(d.label for d in detector.detect(image, t_s=t_s))
+                finally:
+                    self._free.put(detector)
+
+            seen.labels = [self.label_memo.get_or_compute(
+                image, functools.partial(labels_of, t_s=t_s)) for t_s, image in frames]
         return seen.labels
 
     def _texts(self, frames: Sequence[TimedFrame], seen: _Seen) -> list[str]:
         if seen.texts is None:
-            if self._reader is None:
-                from needleforge.backends.embedded.ocr import EmbeddedTextReader
+            def text_of(image: RGBImage) -> str:
+                with self._ocr_lock:
+                    if self._reader is None:
+                        from needleforge.backends.embedded.ocr import EmbeddedTextReader
 
-                self._reader = EmbeddedTextReader()
-            reader = self._reader
-            seen.texts = [squash("".join(reader.read(image))) for _, image in frames]
+                        self._reader = EmbeddedTextReader()
+                    return squash("".join(self._reader.read(image)))
+
+            seen.texts = [self.text_memo.get_or_compute(image, text_of) for _, image in frames]
         return seen.texts
 
-    def _matcher(self, frames: Sequence[TimedFrame], seen: _Seen,
-                 thing: str) -> Callable[[int], int]:
-        """Per frame index, how many of ``thing`` are seen (object copies, or 1 for text)."""
+    def _matcher(self, frames: Sequence[TimedFrame], seen: _Seen, thing: str, *,
+                 read_text: bool) -> Callable[[int], int]:
+        """Per frame index, how many of ``thing`` are seen (object copies, or 1 for text).
+
+        ``thing`` names no object and ``read_text`` is false: nothing is looked for (OCR is the
+        costliest model and finds nothing in a question that does not ask about text).
+        """
         label = find_label(thing)
         if label is not None:
             labels = self._labels(frames, seen)
             return lambda i: labels[i][label]
         needle = squash(thing)
-        if not needle:
+        if not needle or not read_text:
             return lambda i: 0
         texts = self._texts(frames, seen)
         return lambda i: int(needle in texts[i])
@@ -215,7 +259,8 @@ class EmbeddedGroundingBaseline:
     def _ground(self, frames: Sequence[TimedFrame], seen: _Seen, question: str) -> str:
         quoted = re.findall(r"[\"“]([^\"”]+)[\"”]", question)
         thing = question if find_label(question) is not None or not quoted else quoted[0]
-        hits = self._matcher(frames, seen, thing)
+        # quoted words name a text to find; an unquoted question without an object asks nothing
+        hits = self._matcher(frames, seen, thing, read_text=bool(quoted) or _asks_text(question))
         runs = sorted(_runs([hits(i) > 0 for i in range(len(frames))]),
                       key=lambda run: run[0] - run[1])
         return _spans_text([_span(seen.times, run) for run in runs[:_MAX_SPANS]])
@@ -227,18 +272,23 @@ class EmbeddedGroundingBaseline:
         numbers = [_as_int(o) for o in options]
         if all(n is not None for n in numbers):
             count = self._count(frames, seen, question)
-            best = min(range(len(options)), key=lambda i: abs((numbers[i] or 0) - count))
-            return LETTERS[best]
-        first_seen = [self._first_seen(frames, seen, option.split(", ")) for option in options]
-        best = max(range(len(options)), key=lambda i: first_seen[i])
-        return LETTERS[best]
+            fit = [(-abs((n or 0) - count), 0) for n in numbers]  # nearest count fits best
+        else:
+            read_text = _asks_text(question)
+            fit = [self._first_seen(frames, seen, option.split(", "), read_text=read_text)
+                   for option in options]
+        # Ties (often: nothing seen at all) are broken by a draw seeded by the question, not
+        # by position, so the baseline has no letter bias for circular evaluation to punish.
+        best = [i for i, f in enumerate(fit) if f == max(fit)]
+        rng = random.Random(_seed_for(0, frames, question, options))
+        return LETTERS[best[rng.randrange(len(best))] if len(best) > 1 else best[0]]
 
-    def _first_seen(self, frames: Sequence[TimedFrame], seen: _Seen,
-                    items: Sequence[str]) -> tuple[int, int]:
+    def _first_seen(self, frames: Sequence[TimedFrame], seen: _Seen, items: Sequence[str], *,
+                    read_text: bool) -> tuple[int, int]:
         """(items seen, items seen in listed order): bigger means the option fits better."""
         firsts: list[int] = []
         for item in items:
-            hits = self._matcher(frames, seen, item)
+            hits = self._matcher(frames, seen, item, read_text=read_text)
             first = next((i for i in range(len(frames)) if hits(i) > 0), None)
             if first is not None:
                 firsts.append(first)
@@ -249,6 +299,8 @@ class EmbeddedGroundingBaseline:
         lowered = question.casefold()
         label = find_label(question)
         if label is None or any(w in lowered for w in _TEXT_WORDS[:3]):
+            if not _asks_text(question):
+                return 0  # neither an object nor a text to count: no model is run
             texts = self._texts(frames, seen)
             return len(_runs(["secretword" in t for t in texts]))
         counts = self._labels(frames, seen)
@@ -256,6 +308,12 @@ class EmbeddedGroundingBaseline:
         if any(w in lowered for w in _COPY_WORDS):
             return sum(max(counts[i][label] for i in range(a, b + 1)) for a, b in runs)
         return len(runs)
+
+
+def _asks_text(question: str) -> bool:
+    """Whether ``question`` asks about text on screen (a caption, a word, a subtitle)."""
+    lowered = question.casefold()
+    return any(re.search(rf"\b{re.escape(word)}s?\b", lowered) for word in _TEXT_WORDS)
 
 
 def _as_int(text: str) -> int | None:

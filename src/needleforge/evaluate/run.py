@@ -4,7 +4,9 @@ Each line is a :class:`~needleforge.evaluate.records.Prediction` the scorer read
 ``{"question_id", "response"}`` for grounding, ``{"question_id", "try", "response"}`` for a
 multiple-choice try. Questions are grouped by video, so each video is decoded once
 (:func:`~needleforge.evaluate.frames.sample_frames`) and its questions asked in a row; videos run
-on a thread pool, and every answer is appended and flushed as soon as it is back.
+on a thread pool, and every answer is appended and flushed as soon as it is back. A model whose
+``needs_pixels`` attribute is false (the random baseline: it reads only frame times) gets the
+sampled instants with a 1x1 black placeholder image and no video is decoded.
 
 Resuming: predictions already in ``out`` are kept and their questions skipped, so a run
 interrupted halfway (or a crash on one video) loses at most the answers in flight. A torn last
@@ -23,13 +25,20 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 import needleforge
+from needleforge.backends.openai_http import TimedFrame
 from needleforge.errors import EvaluationError
 from needleforge.evaluate.adapters import VideoLLM
 from needleforge.evaluate.files import load_questions
-from needleforge.evaluate.frames import DEFAULT_FPS, sample_frames
+from needleforge.evaluate.frames import DEFAULT_FPS, sample_frames, sample_times
 from needleforge.evaluate.prompts import AnswerKind
 from needleforge.evaluate.records import ChoiceQuestion, Question
+
+#: What a model that reads no pixels gets as every frame's image (read-only, shared).
+_NO_PIXELS = np.zeros((1, 1, 3), dtype=np.uint8)
+_NO_PIXELS.flags.writeable = False
 
 #: Metadata keys that must match for a run to resume into an existing predictions file.
 _RESUME_KEYS = ("model", "prompt_style", "fps", "max_frames", "max_side")
@@ -135,9 +144,16 @@ def run_model(questions_path: str | Path, *, model: VideoLLM, release_dir: str |
             if on_answer is not None:
                 on_answer(progress[0], total)
 
+    needs_pixels = bool(getattr(model, "needs_pixels", True))
+
     def ask_video(video: str, pending: Sequence[Question]) -> None:
-        frames = sample_frames(release_dir / video, fps=fps, max_frames=max_frames,
-                               max_side=max_side, duration_s=pending[0].duration_s)
+        frames: list[TimedFrame]
+        if needs_pixels:
+            frames = sample_frames(release_dir / video, fps=fps, max_frames=max_frames,
+                                   max_side=max_side, duration_s=pending[0].duration_s)
+        else:
+            frames = [(t, _NO_PIXELS) for t in sample_times(
+                pending[0].duration_s, fps=fps, max_frames=max_frames)]
         for question in pending:
             options = question.options if isinstance(question, ChoiceQuestion) else None
             kind: AnswerKind = "choice" if options is not None else "grounding"
