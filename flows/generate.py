@@ -14,20 +14,33 @@ from prefect import flow, task
 
 from needleforge.backends import default_registry
 from needleforge.config import NemoParams, load_params
-from needleforge.nemo import GenerationResult, VideoKeyframes, build_backends, generate
+from needleforge.nemo import (
+    GenerationResult,
+    VideoKeyframes,
+    build_backends,
+    build_probe,
+    generate,
+)
 from needleforge.store import Store
 
 
 @task(name="nemo-generate")
 def generate_task(db: Path, params: NemoParams) -> GenerationResult:
-    describer, verifier = build_backends(params, registry=default_registry())
+    registry = default_registry()
+    describer, verifier = build_backends(params, registry=registry)
     with Store(db, read_only=True) as store:
         videos = store.videos()
         scenes, tags, objects = store.scenes(), store.scene_tags(), store.objects()
-    with VideoKeyframes({v.video_id: v for v in videos}) as keyframes:
-        return generate(videos=videos, scenes=scenes, tags=tags, objects=objects,
-                        params=params, describer=describer, verifier=verifier,
-                        keyframes=keyframes)
+    # the negative check (nemo.check_negatives): object targets' negatives searched for the label
+    probe = build_probe(params, videos=videos, registry=registry)
+    try:
+        with VideoKeyframes({v.video_id: v for v in videos}) as keyframes:
+            return generate(videos=videos, scenes=scenes, tags=tags, objects=objects,
+                            params=params, describer=describer, verifier=verifier,
+                            keyframes=keyframes, probe=probe)
+    finally:
+        if probe is not None:
+            probe.close()
 
 
 @flow(name="generate", log_prints=True)
@@ -39,7 +52,8 @@ def generate_flow(db: Path, params_path: Path | None = None) -> dict[str, int]:
         store.record_generation(result.montages, result.questions, result.verifications,
                                 replace_buckets=["short"])
     counts = {"montages": len(result.montages), "questions": len(result.questions),
-              "passed": len(result.releasable()), "skipped": len(result.skipped)}
+              "passed": len(result.releasable()), "skipped": len(result.skipped),
+              "negatives_passed_over": len(result.rejected_negatives)}
     print(f"generated {counts}")
     return counts
 

@@ -189,27 +189,20 @@ def nemo(db: DbOption = DEFAULT_DB, params_path: ParamsOption = None) -> None:
     """NeMo stage 2: targets, written questions, negatives, short montages, self-verification."""
     from collections import Counter
 
-    from needleforge.backends import default_registry
-    from needleforge.nemo import VideoKeyframes, build_backends, generate
-    from needleforge.store import Store
+    from needleforge.pipeline import generate_store
 
-    params = _params(params_path)
-    describer, verifier = build_backends(params.nemo, registry=default_registry())
-    with Store(db) as store:
-        videos = store.videos()
-        with console.status("writing and verifying NeMo questions…"), \
-                VideoKeyframes({v.video_id: v for v in videos}) as keyframes:
-            result = generate(videos=videos, scenes=store.scenes(), tags=store.scene_tags(),
-                              objects=store.objects(), params=params.nemo,
-                              describer=describer, verifier=verifier, keyframes=keyframes)
-        store.record_generation(result.montages, result.questions, result.verifications,
-                                replace_buckets=["short"])
+    with console.status("writing and verifying NeMo questions…"):
+        outcome = generate_store(db=db, params=_params(params_path))
+    result, cost = outcome.result, outcome.probe_cost
     passed = len(result.releasable())
     console.print(
         f"nemo: {len(result.montages)} short montage(s), {len(result.questions)} question(s), "
-        f"{passed} passed verification ({describer.name} / {verifier.name}); "
+        f"{passed} passed verification; "
         f"{len(result.skipped)} target(s) skipped"
     )
+    if cost is not None:
+        console.print(f"  negative check: {len(result.rejected_negatives)} negative(s) passed "
+                      f"over, {cost.frames} frame(s) in {cost.seconds:.0f} s", highlight=False)
     reasons = Counter(s.reason.split(":")[0] for s in result.skipped)
     for reason, n in reasons.most_common(5):
         console.print(f"  skipped {n}× {reason}", highlight=False)
@@ -305,16 +298,17 @@ def validate(
                                       "(Data Docs in <out>/quality/).", file_okay=False)]
     = Path("data/quality"),
     questions: Annotated[Path | None, typer.Option(
-        "--questions", help="A release's questions.jsonl to check too.", dir_okay=False)]
-    = None,
+        "--questions", help="A questions.jsonl to check too.", dir_okay=False)] = None,
+    release_dir: Annotated[Path | None, typer.Option("--release", help="A release folder to "
+                                                     "check too.", file_okay=False)] = None,
     params_path: ParamsOption = None,
 ) -> None:
     """Run the Great Expectations quality gate; exit 1 listing every failing expectation."""
-    from needleforge.quality import validate as run_validate
+    from needleforge.pipeline import run_checks
 
-    params = _params(params_path)
-    with console.status("validating the store with Great Expectations…"):
-        result = run_validate(db, out_dir=out, questions=questions, params=params.quality)
+    with console.status("validating with Great Expectations…"):
+        result = run_checks(db=db, out=out, params=_params(params_path), questions=questions,
+                            release_dir=release_dir)
     console.print(result.to_text(), highlight=False, markup=False)
     if not result.passed:
         raise typer.Exit(code=1)
@@ -330,24 +324,25 @@ def release(
     render_dir: Annotated[Path | None, typer.Option(
         "--render", help="Rendered montages (<montage_id>.mp4); omit for plans only.",
         file_okay=False)] = None,
+    vnbench: Annotated[Path | None, typer.Option("--vnbench", help="VNBench folder to ship.",
+                                                 file_okay=False)] = None,
     previous: Annotated[Path | None, typer.Option(
         "--previous", help="The previous release, for the changelog.", file_okay=False)] = None,
+    earlier: Annotated[list[Path] | None, typer.Option(
+        "--earlier", help="Earlier release (folder/manifest) to flag reused sources against; "
+        "repeatable.")] = None,
     overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace a release of the "
                                             "same name.")] = False,
     params_path: ParamsOption = None,
 ) -> None:
-    """Export verified questions, plans, videos, card, exports and a sha256 manifest."""
-    from needleforge.release import build_release
+    """Export verified questions, plans, videos, card, exports and a manifest, gated by GX."""
+    from needleforge.pipeline import release_store
 
-    params = _params(params_path)
-    with console.status(f"building release {name}…"):
-        report = build_release(db=db, name=name, out_root=out, render_dir=render_dir,
-                               params=params, previous=previous, overwrite=overwrite)
-    console.print(
-        f"release {report.path}: {report.n_questions} question(s), {report.n_montages} "
-        f"montage(s), {report.n_videos} video(s), {report.n_files} file(s); left out "
-        f"{len(report.failed)} failed and {len(report.unverified)} unverified question(s)"
-    )
+    with console.status(f"building and validating release {name}…"):
+        report = release_store(db=db, name=name, out_root=out, render_dir=render_dir,
+                               params=_params(params_path), previous=previous,
+                               vnbench_dir=vnbench, earlier=earlier or [], overwrite=overwrite)
+    console.print(report.summary(), highlight=False, markup=False)
 
 
 @app.command()

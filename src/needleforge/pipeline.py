@@ -1,21 +1,35 @@
 """Stage functions over a store path and params: what the CLI commands, DVC and Prefect share.
 
 Each function does one stage's work and its store writes (the caller's process is the single
-writer) and returns the stage's own result object for reporting; none prints. Ingest,
-represent and NeMo generation already have flow entry points (``flows/``); the stages here
-are the ones only the CLI wired until now: expand, render, validate, release.
+writer) and returns the stage's own result object for reporting; none prints. The CLI
+commands call these; the Prefect flows (``flows/``) call them or fan their per-item work out.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from needleforge.backends import default_registry
 from needleforge.config import Params
-from needleforge.nemo import ExpansionResult, expand
-from needleforge.quality import GateResult, QualityError
+from needleforge.nemo import (
+    ExpansionResult,
+    GenerationResult,
+    VideoKeyframes,
+    build_backends,
+    build_probe,
+    expand,
+    generate,
+)
+from needleforge.nemo.probe import ProbeCost
+from needleforge.quality import (
+    GateResult,
+    QualityError,
+    read_questions_jsonl,
+    read_release,
+    run_gate,
+)
 from needleforge.quality import validate as run_validate
 from needleforge.release import ReleaseReport, build_release
 from needleforge.render import RenderReport, render_montages
@@ -29,6 +43,44 @@ from needleforge.represent import (
 )
 from needleforge.store import Store
 from needleforge.vnbench.records import VNBenchResult
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class GenerateOutcome:
+    """What NeMo stage 2 did, and what its negative check (when on) cost."""
+
+    result: GenerationResult
+    probe_cost: ProbeCost | None
+
+
+def generate_store(*, db: Path, params: Params) -> GenerateOutcome:
+    """NeMo stage 2 into ``db``: targets, questions, negatives, short montages, verdicts.
+
+    The short single-needle montages are replaced as a whole (one transaction), so a rerun
+    writes the same rows. With ``nemo.check_negatives`` each negative candidate of an object
+    target is searched for the target's label first (upscaled detection on denser frames).
+
+    Raises:
+        StoreError: ``db`` is not a usable store. BackendError: an unknown backend name.
+        NemoError: inconsistent inputs.
+    """
+    registry = default_registry()
+    describer, verifier = build_backends(params.nemo, registry=registry)
+    with Store(db) as store:
+        videos = store.videos()
+        probe = build_probe(params.nemo, videos=videos, registry=registry)
+        try:
+            with VideoKeyframes({v.video_id: v for v in videos}) as keyframes:
+                result = generate(videos=videos, scenes=store.scenes(),
+                                  tags=store.scene_tags(), objects=store.objects(),
+                                  params=params.nemo, describer=describer, verifier=verifier,
+                                  keyframes=keyframes, probe=probe)
+        finally:
+            if probe is not None:
+                probe.close()
+        store.record_generation(result.montages, result.questions, result.verifications,
+                                replace_buckets=["short"])
+    return GenerateOutcome(result, probe.cost if probe is not None else None)
 
 
 def expand_store(*, db: Path, params: Params) -> ExpansionResult:
@@ -67,18 +119,60 @@ def render_store(*, db: Path, out: Path, cache_dir: Path | None, params: Params)
                            params=params.render)
 
 
-def validate_store(*, db: Path, out: Path, params: Params,
-                   questions: Path | None = None) -> GateResult:
-    """Run the quality gate on ``db`` (and a release's ``questions``); raise when it fails.
+def run_checks(*, db: Path, out: Path, params: Params, questions: Path | None = None,
+               release_dir: Path | None = None) -> GateResult:
+    """Run the quality gate on ``db`` (and a release) and return its verdict; never raises on
+    a failing expectation.
+
+    ``questions`` checks a bare ``questions.jsonl``; ``release_dir`` checks a whole release
+    folder: its questions, videos and ``sources.json`` licences on the release day
+    (``release.release_date``, else today) against ``release.required_scopes``. NeMo
+    videos are required when the folder holds any montage video.
+
+    Raises:
+        QualityError: the gate could not run or the release's files cannot be read.
+        StoreError: ``db`` is not a usable store.
+    """
+    if release_dir is None:
+        return run_validate(db, out_dir=out, questions=questions, params=params.quality)
+    families = frozenset({"vnbench"} | ({"nemo"} if _ships_nemo_videos(release_dir) else set()))
+    return _release_gate(db=db, root=release_dir, out=out, params=params, families=families)
+
+
+def validate_store(*, db: Path, out: Path, params: Params, questions: Path | None = None,
+                   release_dir: Path | None = None) -> GateResult:
+    """:func:`run_checks`, raising when the gate fails (for flows: a failed gate stops them).
 
     Raises:
         QualityError: the gate failed (the message lists every failing expectation) or could
             not run. StoreError: ``db`` is not a usable store.
     """
-    result = run_validate(db, out_dir=out, questions=questions, params=params.quality)
+    result = run_checks(db=db, out=out, params=params, questions=questions,
+                        release_dir=release_dir)
     if not result.passed:
         raise QualityError(f"quality gate failed for {db}:\n{result.to_text()}")
     return result
+
+
+def _ships_nemo_videos(root: Path) -> bool:
+    """Whether a release holds rendered montages: then every NeMo question's video must exist.
+
+    Raises:
+        QualityError: ``questions.jsonl`` cannot be read.
+    """
+    for r in read_questions_jsonl(root / "questions.jsonl"):
+        if isinstance(r, dict) and r.get("family") == "nemo" and isinstance(r.get("video"), str) \
+                and (root / r["video"]).is_file():
+            return True
+    return False
+
+
+def _release_gate(*, db: Path, root: Path, out: Path, params: Params,
+                  families: frozenset[str]) -> GateResult:
+    inputs = read_release(root, video_families=families, day=params.release.check_day(),
+                          required_scopes=params.release.required_scopes)
+    return run_gate(db=db, release_questions=None, out_dir=out, params=params.quality,
+                    release=inputs)
 
 
 def previous_release(out_root: Path, *, name: str) -> Path | None:
@@ -95,14 +189,31 @@ def previous_release(out_root: Path, *, name: str) -> Path | None:
 
 
 def release_store(*, db: Path, name: str, out_root: Path, render_dir: Path | None,
-                  params: Params, previous: Path | None) -> ReleaseReport:
-    """Build ``out_root/name`` from ``db`` with a changelog against ``previous``.
+                  params: Params, previous: Path | None, vnbench_dir: Path | None = None,
+                  earlier: Sequence[Path] = (), overwrite: bool = False,
+                  on_gate: Callable[[GateResult], None] | None = None) -> ReleaseReport:
+    """Build ``out_root/name`` from ``db`` (+ the VNBench folder), gated by every GX suite.
+
+    The gate runs on the finished release before it is moved into place: the store suites,
+    the release's questions (VNBench rows included) and its ``sources.json`` licences; its
+    Data Docs land in ``<release>/quality``. ``earlier`` lists earlier releases whose
+    sources are flagged as contamination. ``on_gate`` sees the gate's result (a report).
 
     Raises:
         ReleaseError: see :func:`needleforge.release.build_release`.
+        QualityError: the gate failed (every failing expectation is listed); no release is
+            written and an existing one is left as it was.
     """
+    def gate(root: Path, families: frozenset[str]) -> None:
+        result = _release_gate(db=db, root=root, out=root, params=params, families=families)
+        if on_gate is not None:
+            on_gate(result)
+        if not result.passed:
+            raise QualityError(f"release {name} failed its quality gate:\n{result.to_text()}")
+
     return build_release(db=db, name=name, out_root=out_root, render_dir=render_dir,
-                         params=params, previous=previous)
+                         params=params, previous=previous, overwrite=overwrite,
+                         vnbench_dir=vnbench_dir, earlier=earlier, gate=gate)
 
 
 def vnbench_store(*, db: Path, out: Path, cache_dir: Path | None, params: Params) -> VNBenchResult:

@@ -156,3 +156,16 @@ def test_detections_become_tags_with_the_best_score_per_label() -> None:
     assert [(t.tag, t.score) for t in tags_from_detections(detections)] == [
         ("cup", 0.9), ("bowl", 0.7)
     ]
+
+
+def test_input_scale_keeps_the_frame_aspect(detector: EmbeddedDetector) -> None:
+    assert detector.input_size(640, 360) == (300, 300)
+    upscaled = EmbeddedDetector(input_scale=1.5)
+    assert upscaled.input_size(640, 360) == (960, 540)
+    assert upscaled.version.endswith("+input-scale-1.5") and upscaled.version != detector.version
+
+
+@pytest.mark.parametrize("scale", [0.0, 0.1, 5.0, float("nan")])
+def test_input_scale_out_of_range_is_refused(scale: float) -> None:
+    with pytest.raises(BackendError, match="input_scale"):
+        EmbeddedDetector(input_scale=scale)

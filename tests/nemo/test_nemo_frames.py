@@ -8,6 +8,7 @@ forward. Frames are checked against a plain sequential decode of the same file.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import shutil
 import subprocess
 from pathlib import Path
@@ -114,3 +115,19 @@ def test_unknown_videos_and_bad_options_are_refused(clip: Path) -> None:
     with pytest.raises(ValueError, match="count = 0 must be >= 1"):
         scene_times(SCENES[0], count=0)
     assert scene_times(SCENES[0], count=3) == [0.5, 1.5, 2.5]
+
+
+def test_every_s_samples_long_scenes_densely(clip: Path) -> None:
+    """The negative probe's sampling: at most ``every_s`` apart, at least ``per_scene``."""
+    video = video_at(clip)
+    with VideoKeyframes({video.video_id: video}, per_scene=1, every_s=1.0) as source:
+        assert [source.count_for(s) for s in SCENES] == [3, 4, 2]  # 3 s, 3.5 s, 1.5 s
+        frames = source(SCENES[1])
+        assert len(frames) == 4
+        assert all(SCENES[1].start_s <= f.t_s < SCENES[1].end_s for f in frames)
+        gaps = [b.t_s - a.t_s for a, b in itertools.pairwise(frames)]
+        assert max(gaps) <= 1.0 + 0.1  # one frame period of slack
+    assert VideoKeyframes({}, per_scene=2, every_s=10.0).count_for(SCENES[0]) == 2
+    for bad in (0.0, -1.0, float("inf")):
+        with pytest.raises(ValueError, match="every_s"):
+            VideoKeyframes({}, every_s=bad)

@@ -4,15 +4,19 @@ plans and self-verification.
 Typical use (the CLI/flow does this and then writes the result to the store)::
 
     describer, verifier = build_backends(params.nemo, registry=default_registry())
+    probe = build_probe(params.nemo, videos=videos, registry=default_registry())
     with VideoKeyframes({v.video_id: v for v in videos}) as keyframes:
         result = generate(videos=videos, scenes=store.scenes(), tags=store.scene_tags(),
                           objects=store.objects(), params=params.nemo,
-                          describer=describer, verifier=verifier, keyframes=keyframes)
+                          describer=describer, verifier=verifier, keyframes=keyframes,
+                          probe=probe)
     store.record_generation(result.montages, result.questions, result.verifications)
 
 The describer/verifier protocols and their value types (``TargetView``, ``Verdict`` …) are
 backend types: import them from :mod:`needleforge.backends.writing`. ``keyframes`` may be left
-out when both backends read only the tables (``embedded``). Importing this package registers
+out when both backends read only the tables (``embedded``); ``probe`` (None when
+``check_negatives`` is off) re-checks object targets' negatives for the label with tiled
+detection and should be closed after use. Importing this package registers
 nothing and loads no model.
 """
 
@@ -23,12 +27,14 @@ from needleforge.nemo.frames import VideoKeyframes, scene_times
 from needleforge.nemo.generate import (
     GenerationResult,
     KeyframeSource,
+    RejectedNegative,
     SkipRecord,
     build_backends,
     generate,
 )
 from needleforge.nemo.negatives import excluded_terms, select_negatives
 from needleforge.nemo.plan import PlanSkip, montage_id_for, plan_short_montage, question_id_for
+from needleforge.nemo.probe import NegativeProbe, ProbeCost, Sighting, TiledProbe, build_probe
 from needleforge.nemo.stats import Table2, benchmark_table
 from needleforge.nemo.tables import SceneTables, index_tables
 from needleforge.nemo.targets import Target, is_prominent, object_span, select_targets
@@ -38,15 +44,21 @@ __all__ = [
     "ExpansionResult",
     "GenerationResult",
     "KeyframeSource",
+    "NegativeProbe",
     "PlanSkip",
+    "ProbeCost",
+    "RejectedNegative",
     "SceneTables",
     "Shortfall",
+    "Sighting",
     "SkipRecord",
     "Table2",
     "Target",
+    "TiledProbe",
     "VideoKeyframes",
     "benchmark_table",
     "build_backends",
+    "build_probe",
     "excluded_terms",
     "expand",
     "generate",

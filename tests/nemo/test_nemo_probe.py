@@ -1,0 +1,245 @@
+"""The negative check: tiles, the probe's cache and verdicts, and how stage 2 uses it.
+
+The probe is tested with the real SSD detector on frames made from scikit-image's photos:
+Chelsea the cat shrunk to 80 pixels and pasted on gravel (the studio's way of making small
+objects), which the 300x300 whole-frame pass misses and the upscaled pass finds. Stage 2's
+use of a probe (pass over refused negatives, list them, skip a target it starves) is tested
+on the hand-built tables with a probe that answers from a fixed list of sightings.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import random
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import pytest
+from nemo_cases import Corpus, corpus, params
+from PIL import Image
+
+from needleforge.backends import default_registry
+from needleforge.backends.base import RGBImage
+from needleforge.backends.embedded.detector import EmbeddedDetector
+from needleforge.backends.embedded.writer import EmbeddedDescriber, EmbeddedVerifier
+from needleforge.backends.writing import Keyframe
+from needleforge.config import NemoParams
+from needleforge.nemo import (
+    GenerationResult,
+    PlanSkip,
+    Sighting,
+    TiledProbe,
+    build_probe,
+    generate,
+    plan_short_montage,
+    select_negatives,
+    select_targets,
+)
+from needleforge.nemo.tables import index_tables
+from needleforge.nemo.tiles import Tile, detect_tiled, tile_grid
+from needleforge.records import Box, Montage, Scene
+
+
+def _photo(filename: str) -> Image.Image:
+    spec = importlib.util.find_spec("skimage")
+    assert spec is not None and spec.submodule_search_locations
+    return Image.open(Path(next(iter(spec.submodule_search_locations))) / "data" / filename)
+
+
+@pytest.fixture(scope="module")
+def gravel() -> RGBImage:
+    """A 640x360 frame of grey gravel (skimage ``gravel.png``): no COCO object in it."""
+    with _photo("gravel.png") as img:
+        return np.asarray(img.convert("RGB").resize((640, 640)).crop((0, 0, 640, 360)))
+
+
+@pytest.fixture(scope="module")
+def small_cat(gravel: RGBImage) -> RGBImage:
+    """The gravel frame with Chelsea's head and body pasted 80x65 pixels (1.3 % of it)."""
+    with _photo("chelsea.png") as img:
+        cat = img.convert("RGB").crop((30, 0, 400, 300)).resize((80, 65))
+    frame = Image.fromarray(gravel)
+    frame.paste(cat, (400, 120))
+    return np.asarray(frame)
+
+
+@pytest.fixture(scope="module")
+def upscaled() -> EmbeddedDetector:
+    """The real SSD at 1.5x input, threshold 0.3: the negative check's detector."""
+    return EmbeddedDetector(score_threshold=0.3, input_scale=1.5, num_threads=1)
+
+
+# --- tiles ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("cols", "rows", "overlap"), [(1, 1, 0.0), (3, 2, 0.2), (4, 3, 0.5)])
+def test_tiles_cover_the_frame_and_overlap(cols: int, rows: int, overlap: float) -> None:
+    tiles = tile_grid(640, 360, cols=cols, rows=rows, overlap=overlap)
+    assert len(tiles) == cols * rows
+    covered = np.zeros((360, 640), dtype=bool)
+    for t in tiles:
+        assert t.x >= 0 and t.x + t.w <= 640 and t.y >= 0 and t.y + t.h <= 360
+        covered[t.y:t.y + t.h, t.x:t.x + t.w] = True
+    assert covered.all()
+    if cols > 1:  # neighbours share about ``overlap`` of a tile's width
+        shared = tiles[0].x + tiles[0].w - tiles[1].x
+        assert shared == pytest.approx(overlap * tiles[0].w, abs=2)
+
+
+def test_a_tile_box_maps_back_into_the_frame() -> None:
+    tile = Tile(x=320, y=180, w=320, h=180, frame_w=640, frame_h=360)
+    assert tile.to_frame(Box(0.0, 0.0, 1.0, 1.0)) == Box(0.5, 0.5, 0.5, 0.5)
+    assert tile.to_frame(Box(0.5, 0.5, 0.25, 0.5)) == Box(0.75, 0.75, 0.125, 0.25)
+
+
+@pytest.mark.parametrize(("kwargs", "message"), [
+    ({"cols": 0, "rows": 1, "overlap": 0.1}, "cols = 0"),
+    ({"cols": 2, "rows": 2, "overlap": 0.95}, "overlap = 0.95"),
+    ({"cols": 2, "rows": 2, "overlap": -0.1}, "overlap = -0.1"),
+])
+def test_bad_grids_are_refused(kwargs: dict[str, float], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        tile_grid(640, 360, **kwargs)  # type: ignore[arg-type]
+
+
+def test_a_small_cat_is_missed_whole_and_found_upscaled_or_tiled(
+    small_cat: RGBImage, upscaled: EmbeddedDetector
+) -> None:
+    """The diagnosis behind the check, on a real frame: the representation pass's view
+    (300x300, even at a 0.1 threshold) has no cat; upscaled and tiled views do."""
+    plain = EmbeddedDetector(score_threshold=0.1, num_threads=1)
+    assert "cat" not in {d.label for d in plain.detect(small_cat, t_s=0.0)}
+    found = [d for d in upscaled.detect(small_cat, t_s=0.0) if d.label == "cat"]
+    assert found and found[0].score > 0.5
+    assert found[0].box.iou(Box(400 / 640, 120 / 360, 80 / 640, 65 / 360)) > 0.5
+    tiled = [d for d in detect_tiled(plain, small_cat, t_s=0.0, cols=3, rows=2, overlap=0.2)
+             if d.label == "cat"]
+    assert tiled and tiled[0].box.iou(Box(400 / 640, 120 / 360, 80 / 640, 65 / 360)) > 0.5
+
+
+# --- the probe --------------------------------------------------------------------------------
+
+
+class _Frames:
+    """A frame source serving fixed images per scene index, counting its calls."""
+
+    def __init__(self, images: dict[int, RGBImage]) -> None:
+        self.images, self.calls = images, 0
+
+    def __call__(self, scene: Scene) -> Sequence[Keyframe]:
+        self.calls += 1
+        return (Keyframe(scene.start_s + 0.5, self.images[scene.index]),)
+
+
+def test_probe_sees_the_small_cat_and_looks_once_per_scene(
+    small_cat: RGBImage, gravel: RGBImage, upscaled: EmbeddedDetector
+) -> None:
+    scenes = corpus().scenes
+    frames = _Frames({3: small_cat, 4: gravel})
+    probe = TiledProbe(upscaled, frames, cols=1, rows=1, overlap=0.0, min_score=0.3)
+    seen = probe.sighting(scenes[3], "cat")
+    assert seen is not None and seen.label == "cat" and seen.scene_id == scenes[3].scene_id
+    assert seen.t_s == pytest.approx(scenes[3].start_s + 0.5) and seen.score >= 0.3
+    assert "cat at" in seen.describe()
+    assert probe.sighting(scenes[3], " Cat ") is not None  # normalized like the tables
+    assert probe.sighting(scenes[3], "dog") is None
+    assert probe.sighting(scenes[4], "cat") is None
+    assert frames.calls == 2  # one look per scene, whatever the label
+    assert probe.cost.scenes == 2 and probe.cost.frames == 2 and probe.cost.detector_calls == 2
+
+
+def test_probe_refuses_a_bad_threshold(upscaled: EmbeddedDetector) -> None:
+    with pytest.raises(ValueError, match=r"min_score = 1\.5"):
+        TiledProbe(upscaled, _Frames({}), cols=1, rows=1, overlap=0.0, min_score=1.5)
+
+
+def test_build_probe_is_off_when_the_params_say_so() -> None:
+    assert build_probe(NemoParams(check_negatives=False), videos=[],
+                       registry=default_registry()) is None
+
+
+@pytest.mark.parametrize(("field", "value"), [("check_every_s", 0), ("check_cols", 0),
+                                              ("check_min_score", 1.5),
+                                              ("check_overlap", 0.95)])
+def test_bad_check_params_are_refused(field: str, value: float) -> None:
+    with pytest.raises(ValueError, match=field):
+        NemoParams(**{field: value})
+
+
+# --- stage 2 with a probe ---------------------------------------------------------------------
+
+
+class _Listed:
+    """A probe that sees ``label`` in the listed scenes (what a detector found, fixed)."""
+
+    def __init__(self, label: str, scene_ids: set[str]) -> None:
+        self.label, self.scene_ids, self.asked = label, scene_ids, []
+
+    def sighting(self, scene: Scene, label: str) -> Sighting | None:
+        self.asked.append((scene.scene_id, label))
+        if label != self.label or scene.scene_id not in self.scene_ids:
+            return None
+        return Sighting(scene.scene_id, label, 0.9, scene.start_s, Box(0.1, 0.1, 0.1, 0.1))
+
+
+def _run(probe: _Listed | None, **overrides: float) -> tuple[Corpus, GenerationResult]:
+    c = corpus()
+    result = generate(**c.kwargs(), params=params(**overrides), describer=EmbeddedDescriber(),
+                      verifier=EmbeddedVerifier(), probe=probe)
+    return c, result
+
+
+def test_negatives_the_probe_sees_the_label_in_are_passed_over() -> None:
+    c, before = _run(None)
+
+    def cat_montage(result: GenerationResult) -> Montage:
+        question = next(q for q in result.questions if q.needle_type == "object"
+                        and q.target_scene_id == c.scene(0).scene_id)
+        return next(m for m in result.montages if m.montage_id == question.montage_id)
+
+    used = [s.scene_id for s in cat_montage(before).segments if s.role == "negative"]
+    probe = _Listed("cat", {used[0]})
+    _, after = _run(probe)
+    assert used[0] not in {s.scene_id for s in cat_montage(after).segments}
+    assert [(r.sighting.scene_id, r.sighting.label) for r in after.rejected_negatives] == [
+        (used[0], "cat")]
+    # Only object targets' negatives are probed (the cat's and the car's), each for its label
+    # just before it would be taken; the car montage may still use the scene.
+    assert {label for _, label in probe.asked} == {"cat", "car"}
+    assert sum(1 for _, label in probe.asked if label == "cat") <= len(used) + 1
+    # Scene questions are untouched.
+    scene_q = {q.target_scene_id: q.montage_id for q in before.questions
+               if q.needle_type == "scene"}
+    assert scene_q == {q.target_scene_id: q.montage_id for q in after.questions
+                       if q.needle_type == "scene"}
+
+
+def test_a_target_whose_negatives_all_show_the_label_is_skipped_with_the_reason() -> None:
+    c = corpus()
+    everything = {s.scene_id for s in c.scenes}
+    _, result = _run(_Listed("cat", everything))
+    assert not [q for q in result.questions if q.needle_type == "object"
+                and q.target_scene_id == c.scene(0).scene_id]
+    skip = next(s for s in result.skipped if s.needle_type == "object")
+    assert skip.stage == "plan" and "refused by the negative check" in skip.reason
+
+
+def test_plan_asks_accept_only_about_negatives_it_would_take() -> None:
+    c = corpus()
+    tables = index_tables(c.scenes, tags=c.tags, objects=c.objects,
+                          video_ids=[c.video.video_id])
+    p = params()
+    target = next(t for t in select_targets(tables, params=p) if t.needle_type == "object")
+    negatives = select_negatives(target, tables, params=p, rng=random.Random(3))
+    asked: list[str] = []
+
+    def accept(scene: Scene) -> bool:
+        asked.append(scene.scene_id)
+        return scene.scene_id != negatives[0].scene_id
+
+    plan = plan_short_montage(target, negatives, params=p, rng=random.Random(5), accept=accept)
+    assert not isinstance(plan, PlanSkip)
+    kept = [s.scene_id for s in plan.segments if s.role == "negative"]
+    assert negatives[0].scene_id not in kept and asked[0] == negatives[0].scene_id
+    assert set(kept) <= set(asked) and len(asked) == len(kept) + 1

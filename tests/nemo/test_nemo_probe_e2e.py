@@ -1,0 +1,123 @@
+"""The negative check end to end: a real video, the real probe from params, ``generate()``.
+
+The video is six 640x360 shots made by ffmpeg from stills (``-loop 1 -i still.png -t D``):
+shot 0 shows Chelsea the cat large on gravel (the object target, tracked in the hand-built
+tables); shot 1 shows her shrunk to 80 pixels on gravel, a cat the representation pass missed
+(its tables hold no cat); shots 2–5 are gravel and other textures with no COCO object (not
+skimage's grass, which the 1.5x detector calls a cat at 0.32: a false alarm). The
+montage lengths need four of the five candidate negatives, so without the check shot 1 may
+be one of them; with it, shot 1 is found to show a cat and never enters the cat's montage.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+from nemo_cases import make_scene, make_video
+from PIL import Image
+
+from needleforge.backends import default_registry
+from needleforge.backends.embedded.writer import EmbeddedDescriber, EmbeddedVerifier
+from needleforge.config import NemoParams
+from needleforge.nemo import build_probe, generate
+from needleforge.records import (
+    Box,
+    ObjectAttributes,
+    ObjectTrack,
+    SceneTag,
+    TimedBox,
+    Video,
+    object_id_for,
+)
+from tests.conftest import ffmpeg
+
+DURATIONS = (5.0, 3.0, 3.0, 3.0, 3.0, 3.0)
+
+
+def _photo(filename: str) -> Image.Image:
+    spec = importlib.util.find_spec("skimage")
+    assert spec is not None and spec.submodule_search_locations
+    return Image.open(Path(next(iter(spec.submodule_search_locations))) / "data" / filename)
+
+
+def _stills(folder: Path) -> list[Path]:
+    """Shot stills: big cat, small cat, then four object-free textures."""
+    def backdrop(name: str) -> Image.Image:
+        with _photo(name) as img:
+            return img.convert("RGB").resize((640, 640)).crop((0, 0, 640, 360))
+
+    with _photo("chelsea.png") as img:
+        cat = img.convert("RGB").crop((30, 0, 400, 300))
+    big, small = backdrop("gravel.png"), backdrop("gravel.png")
+    big.paste(cat.resize((200, 162)), (220, 100))
+    small.paste(cat.resize((80, 65)), (400, 120))
+    images = [big, small, backdrop("gravel.png"), backdrop("brick.png"),
+              backdrop("hubble_deep_field.jpg"), backdrop("moon.png")]
+    paths = []
+    for k, image in enumerate(images):
+        paths.append(folder / f"still{k}.png")
+        image.save(paths[-1])
+    return paths
+
+
+@pytest.fixture(scope="module")
+def video(tmp_path_factory: pytest.TempPathFactory) -> Video:
+    """``ffmpeg -loop 1 -i stillK.png -t D -r 5`` per shot, joined with the concat filter."""
+    folder = tmp_path_factory.mktemp("probe-e2e")
+    args: list[str] = []
+    for still, duration in zip(_stills(folder), DURATIONS, strict=True):
+        args += ["-loop", "1", "-t", str(duration), "-r", "5", "-i", str(still)]
+    joined = "".join(f"[{k}:v]" for k in range(len(DURATIONS)))
+    path = folder / "shots.mp4"
+    ffmpeg(*args, "-filter_complex", f"{joined}concat=n={len(DURATIONS)}:v=1:a=0,format=yuv420p",
+           "-c:v", "libx264", "-g", "5", "-r", "5", str(path))
+    record = make_video(duration_s=sum(DURATIONS))
+    return Video(**{**{f: getattr(record, f) for f in record.__dataclass_fields__},
+                    "stored_path": str(path)})
+
+
+def _tables(video: Video) -> tuple[list, list[SceneTag], list[ObjectTrack]]:  # type: ignore[type-arg]
+    scenes, clock = [], 0.0
+    for k, duration in enumerate(DURATIONS):
+        scenes.append(make_scene(k, clock, clock + duration, video_id=video.video_id))
+        clock += duration
+    target = scenes[0]
+    times = [target.start_s + 0.2 * k for k in range(24)]
+    cat = ObjectTrack(
+        object_id=object_id_for(target.scene_id, 0), scene_id=target.scene_id, index=0,
+        tag="cat", start_s=times[0], end_s=times[-1], visible_s=times[-1] - times[0],
+        mean_area_frac=0.14, mean_score=0.9,
+        boxes=tuple(TimedBox(t, Box(220 / 640, 100 / 360, 200 / 640, 162 / 360)) for t in times),
+        attributes=ObjectAttributes(colour="brown", position="centre", size_rank=1),
+        referring_expression="the cat", backend="test", model_version="1")
+    tags = [SceneTag(s.scene_id, name, 0.8, "test", "1")
+            for s, name in zip(scenes, ("cat", "gravel", "gravel", "brick", "sky", "moon"),
+                               strict=True)]
+    return scenes, tags, [cat]
+
+
+@pytest.mark.slow
+def test_the_check_keeps_a_missed_small_cat_out_of_the_cat_montage(video: Video) -> None:
+    scenes, tags, objects = _tables(video)
+    params = NemoParams(short_min_s=16.5, short_max_s=17.0, min_negatives=2, min_scene_s=4.0,
+                        min_scene_tags=1, check_every_s=1.0, check_input_scale=1.5)
+    probe = build_probe(params, videos=[video], registry=default_registry())
+    assert probe is not None
+    with probe:
+        seen = probe.sighting(scenes[1], "cat")
+        assert seen is not None and seen.scene_id == scenes[1].scene_id
+        assert scenes[1].start_s <= seen.t_s < scenes[1].end_s
+        for clean in scenes[2:]:
+            assert probe.sighting(clean, "cat") is None, clean.scene_id
+        assert probe.cost.frames == sum(3 for _ in scenes[1:])  # 3 s shots, a frame a second
+        result = generate(videos=[video], scenes=scenes, tags=tags, objects=objects,
+                          params=params, describer=EmbeddedDescriber(),
+                          verifier=EmbeddedVerifier(), probe=probe)
+    question = next(q for q in result.releasable() if q.needle_type == "object")
+    montage = next(m for m in result.montages if m.montage_id == question.montage_id)
+    negatives = [s.scene_id for s in montage.segments if s.role == "negative"]
+    assert len(negatives) == 4 and scenes[1].scene_id not in negatives
+    assert {(r.sighting.scene_id, r.sighting.label) for r in result.rejected_negatives} <= {
+        (scenes[1].scene_id, "cat")}
