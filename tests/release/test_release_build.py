@@ -20,7 +20,8 @@ from needleforge.store import Store
 from tests.release.release_cases import RELEASED_MONTAGES, make_renders, make_store
 
 EXPECTED_FILES = {
-    "questions.jsonl", "questions.parquet", "montages.jsonl", "manifest.json", "CHANGELOG.md",
+    "questions.jsonl", "questions.parquet", "montages.jsonl", "sources.json", "manifest.json",
+    "CHANGELOG.md",
     "card.md", "card.html",
     *(f"videos/{m}.mp4" for m in RELEASED_MONTAGES),
     "exports/lmms_eval/needleforge_v1.yaml", "exports/lmms_eval/utils.py",
@@ -135,7 +136,7 @@ def test_manifest_lists_every_file_and_is_identical_on_rebuild(
         {"verifier": "judge", "model_version": "ver-1"}]
     assert doc["packages"]["duckdb"] and "torch" in doc["packages"]
     assert set(doc["code"]) == {"commit", "dirty"}
-    assert doc["counts"]["excluded"] == {"failed": 2, "unverified": 1}
+    assert doc["counts"]["excluded"] == {"failed": 2, "unverified": 1, "source_excluded": 0}
     again = build_release(db=built.db, name="v1", out_root=tmp_path, render_dir=built.renders,
                           params=Params())
     assert (again.path / "manifest.json").read_text(encoding="utf-8") == text
@@ -210,6 +211,6 @@ def test_bad_inputs_are_refused(built: Built, tmp_path: Path) -> None:
                       render_dir=tmp_path / "nowhere", params=Params())
     empty = tmp_path / "empty.duckdb"
     Store(empty).close()
-    with pytest.raises(ReleaseError, match="nothing to release: of 0 questions"):
+    with pytest.raises(ReleaseError, match="nothing to release: of 0 NeMo questions"):
         build_release(db=empty, name="v1", out_root=tmp_path, render_dir=None, params=Params())
     assert not (tmp_path / "v1").exists()

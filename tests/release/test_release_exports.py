@@ -33,7 +33,7 @@ CHOICE: dict[str, Any] = {
     "question_id": "v1", "family": "vnbench", "task": "ret_edit", "bucket": "short",
     "needle_type": "edit", "n_needles": 1, "question": "What is the secret word?",
     "video": "videos/h1.mp4", "duration_s": 30.0, "options": ["apple", "pear", "fig", "kiwi"],
-    "answer_index": 2, "try": 1, "needle_time": [[12.0, 13.0]],
+    "answer_index": 2, "try": 1, "needle_spans": [[12.0, 13.0]],
 }
 
 
@@ -58,6 +58,7 @@ def exported(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("exports")
     written = write_exports(root, [GROUNDING, CHOICE], release_name="Demo-2026.1")
     assert written == ["exports/lmms_eval/needleforge_demo_2026_1.yaml",
+                       "exports/lmms_eval/needleforge_demo_2026_1_vnbench.yaml",
                        "exports/lmms_eval/utils.py", "exports/qvhighlights.jsonl",
                        "exports/vlmevalkit.tsv", "exports/vnbench.json"]
     return root
@@ -138,7 +139,7 @@ def test_qvhighlights_and_vnbench_records(exported: Path) -> None:
     assert vn == [{"question_id": "v1", "video": "videos/h1.mp4",
                    "question": "What is the secret word?",
                    "options": ["apple", "pear", "fig", "kiwi"], "gt": "fig", "gt_option": "C",
-                   "needle_time": [[12.0, 13.0]], "length": 30.0, "type": "ret_edit", "try": 1}]
+                   "needle_time": [12.0], "length": 30.0, "type": "ret_edit", "try": 1}]
     assert vnbench_records([GROUNDING]) == []
 
 

@@ -8,15 +8,23 @@ Public API (cheap to import; Great Expectations loads only when a gate runs):
 - :mod:`needleforge.quality.context` renders the GX file context config (``expectations/``).
 """
 
-from needleforge.quality.gate import read_questions_jsonl, run_gate, validate
+from needleforge.quality.gate import (
+    ReleaseInputs,
+    read_questions_jsonl,
+    read_release,
+    run_gate,
+    validate,
+)
 from needleforge.quality.results import Failure, GateResult, QualityError, SuiteOutcome
 
 __all__ = [
     "Failure",
     "GateResult",
     "QualityError",
+    "ReleaseInputs",
     "SuiteOutcome",
     "read_questions_jsonl",
+    "read_release",
     "run_gate",
     "validate",
 ]

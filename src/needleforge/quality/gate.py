@@ -11,6 +11,8 @@ module is cheap to import from the CLI.
 
 from __future__ import annotations
 
+import dataclasses
+import datetime as dt
 import json
 import shutil
 import tempfile
@@ -34,7 +36,23 @@ SUMMARY_FILE = "summary.json"
 _REPORT_ENTRIES = ("index.html", SUMMARY_FILE, "expectations", "validations", "static")
 #: Suite names, in run order (kept here so validating ``only`` needs no GX import).
 SUITE_NAMES = ("videos", "scenes", "objects", "montages", "montage_segments", "questions",
-               "verifications", "release")
+               "verifications", "release", "release_sources")
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ReleaseInputs:
+    """A release folder's records for the release suites (see :func:`read_release`).
+
+    ``sources`` are the ``sources.json`` entries, checked against ``day`` and
+    ``required_scopes``; ``root`` and ``video_families`` say which videos must exist.
+    """
+
+    questions: Sequence[Any]
+    sources: Sequence[Any]
+    root: Path
+    video_families: frozenset[str]
+    day: dt.date
+    required_scopes: tuple[str, ...]
 
 
 def run_gate(
@@ -44,14 +62,17 @@ def run_gate(
     out_dir: Path,
     params: QualityParams,
     only: Collection[str] | None = None,
+    release: ReleaseInputs | None = None,
 ) -> GateResult:
     """Validate the store (and the release's question records) and build the quality report.
 
     A suite whose table is empty is skipped with a note, except ``videos`` (a pipeline with
     no sources is broken) and ``release`` when records are given (an empty release is
     broken): those run and fail on their row-count expectation. ``release_questions`` None
-    skips the release suite. ``only`` restricts the run to the named suites (e.g. to check a
-    release alone); None runs them all. Malformed data never raises: it fails an expectation.
+    skips the release suite unless ``release`` (a whole release folder) is given, which also
+    runs ``release_sources`` and checks videos and source listing. ``only`` restricts the
+    run to the named suites (e.g. to check a release alone); None runs them all. Malformed
+    data never raises: it fails an expectation.
 
     Raises:
         StoreError: ``db`` is missing, not a DuckDB store, at another schema version, or lacks
@@ -64,10 +85,17 @@ def run_gate(
 
     quiet_gx_env()  # before GX is first imported, below
     from needleforge.quality.frames import store_frames
-    from needleforge.quality.release_frame import release_frame
+    from needleforge.quality.release_frame import ReleaseContext, release_frame, sources_frame
 
     tables = store_frames(db, params=params)
-    if release_questions is not None:
+    if release is not None:
+        licensed = frozenset(str(e.get("video_id")) for e in release.sources
+                             if isinstance(e, Mapping))
+        tables["release"] = release_frame(release.questions, context=ReleaseContext(
+            root=release.root, video_families=release.video_families, licensed=licensed))
+        tables["release_sources"] = sources_frame(release.sources, day=release.day,
+                                                  scopes=release.required_scopes)
+    elif release_questions is not None:
         tables["release"] = release_frame(release_questions)
     docs_dir = out_dir / REPORT_DIR
     _prepare_report_dir(docs_dir)
@@ -144,8 +172,8 @@ def _run_suites(
             outcomes.append(SuiteOutcome(spec.name, "skipped", 0, note="not selected"))
             continue
         if frame is None:
-            outcomes.append(SuiteOutcome(spec.name, "skipped", 0, note="no release questions "
-                                         "given" if spec.name == "release" else "no data"))
+            outcomes.append(SuiteOutcome(spec.name, "skipped", 0, note="no release given"
+                                         if spec.name.startswith("release") else "no data"))
             continue
         if frame.empty and not spec.required:
             outcomes.append(SuiteOutcome(spec.name, "skipped", 0,
@@ -200,3 +228,29 @@ def validate(
     records = read_questions_jsonl(questions) if questions is not None else None
     return run_gate(db=db, release_questions=records, out_dir=out_dir,
                     params=params or QualityParams())
+
+
+def read_release(
+    root: Path, *, video_families: Collection[str], day: dt.date,
+    required_scopes: Sequence[str],
+) -> ReleaseInputs:
+    """Read a release folder's ``questions.jsonl`` and ``sources.json`` for the gate.
+
+    Raises:
+        QualityError: either file is missing, not UTF-8 or not JSON, or ``sources.json`` is
+            not a JSON list.
+    """
+    questions = read_questions_jsonl(root / "questions.jsonl")
+    path = root / "sources.json"
+    try:
+        sources = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise QualityError(f"{path}: sources file not found") from None
+    except (UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise QualityError(f"{path}: not a JSON document ({err})") from None
+    if not isinstance(sources, list):
+        raise QualityError(f"{path}: must hold a JSON list of sources, not "
+                           f"{type(sources).__name__}")
+    return ReleaseInputs(questions=questions, sources=sources, root=root,
+                         video_families=frozenset(video_families), day=day,
+                         required_scopes=tuple(required_scopes))

@@ -14,9 +14,12 @@ many distinct answer texts the tries have (1 when they are rotations of one ques
 
 from __future__ import annotations
 
+import dataclasses
+import datetime as dt
 import math
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -31,6 +34,13 @@ RELEASE_COLUMNS: tuple[str, ...] = (
     "n_needles", "needles", "n_spans", "n_bad_spans", "span_start_min_s", "span_overrun_s",
     "span_min_len_s", "n_options", "n_distinct_options", "n_correct_options", "answer_index",
     "try", "answer_letter", "sample_letters", "sample_tries", "sample_answers",
+    "needle_count_gap", "needle_overrun_s", "video_ok", "n_unlicensed_sources",
+)
+
+#: Columns of the release sources DataFrame (``sources.json`` entries), in order.
+SOURCE_COLUMNS: tuple[str, ...] = (
+    "video_id", "sha256", "rights_holder", "licence_id", "valid_until", "licence_days_left",
+    "missing_scopes",
 )
 
 
@@ -94,10 +104,44 @@ def _choice(record: Mapping[str, Any]) -> dict[str, Any]:
         "try": _int(record.get("try")),
         "answer_letter": LETTERS[answer] if answer is not None and 0 <= answer < 4 else None,
         "_answer_text": right,
+        **_needle_facts(record),
     }
 
 
-def _row(record: Any) -> dict[str, Any]:
+def _needle_facts(record: Mapping[str, Any]) -> dict[str, Any]:
+    """VNBench needles: ``n_needles`` minus the spans listed, malformed spans, and how far the
+    last ends past the video (none of it when the record lists no ``needle_spans``)."""
+    raw = record.get("needle_spans")
+    if not isinstance(raw, list):
+        return {}
+    good = _good_spans(raw)
+    n_needles = _int(record.get("n_needles"))
+    duration = _number(record.get("duration_s"))
+    return {
+        "needle_count_gap": None if n_needles is None else n_needles - len(raw),
+        "n_bad_spans": len(raw) - len(good),
+        "needle_overrun_s": (max(e for _, e in good) - duration
+                             if good and duration is not None else None),
+    }
+
+
+def _context_facts(record: Mapping[str, Any], ctx: ReleaseContext | None) -> dict[str, Any]:
+    """Facts that need the release folder or its sources (None when not checked)."""
+    if ctx is None:
+        return {}
+    out: dict[str, Any] = {}
+    if ctx.root is not None and record.get("family") in ctx.video_families:
+        video = record.get("video")
+        out["video_ok"] = (isinstance(video, str) and not video.startswith("/")
+                           and ".." not in video.split("/") and (ctx.root / video).is_file())
+    if ctx.licensed is not None:
+        ids = record.get("source_video_ids")
+        ids = ids if isinstance(ids, list) and ids else [None]
+        out["n_unlicensed_sources"] = sum(1 for v in ids if v not in ctx.licensed)
+    return out
+
+
+def _row(record: Any, ctx: ReleaseContext | None = None) -> dict[str, Any]:
     if not isinstance(record, Mapping):
         return {"kind": "not_an_object", "key": repr(record)[:60]}
     duration = _number(record.get("duration_s"))
@@ -116,6 +160,7 @@ def _row(record: Any) -> dict[str, Any]:
     elif kind == "choice":
         row.update(_choice(record))
     row["key"] = f"{row['question_id']}#{row['try']}" if kind == "choice" else row["question_id"]
+    row.update(_context_facts(record, ctx))
     return row
 
 
@@ -133,15 +178,67 @@ def _add_sample_facts(rows: list[dict[str, Any]]) -> None:
             row.update(sample_letters=letters, sample_tries=numbers, sample_answers=answers)
 
 
-def release_frame(records: Sequence[Any]) -> pd.DataFrame:
+@dataclasses.dataclass(frozen=True, slots=True)
+class ReleaseContext:
+    """What the release checks need beyond the records themselves.
+
+    ``root`` is the release folder: the video of every record whose family is in
+    ``video_families`` must be a file under it. ``licensed`` holds the ids of the sources the
+    release lists (``sources.json``): every record's ``source_video_ids`` must be among them.
+    """
+
+    root: Path | None = None
+    video_families: frozenset[str] = frozenset()
+    licensed: frozenset[str] | None = None
+
+
+def release_frame(records: Sequence[Any], *, context: ReleaseContext | None = None
+                  ) -> pd.DataFrame:
     """One row per release question record, with the facts the release suite checks.
 
     Never raises on bad records (see the module docstring).
     """
     import pandas as pd
 
-    rows = [_row(r) for r in records]
+    rows = [_row(r, context) for r in records]
     _add_sample_facts(rows)
     return pd.DataFrame.from_records(
         [{c: row.get(c) for c in RELEASE_COLUMNS} for row in rows], columns=list(RELEASE_COLUMNS)
     )
+
+
+def _date(value: Any) -> dt.date | None:
+    try:
+        return dt.date.fromisoformat(value) if isinstance(value, str) else None
+    except ValueError:
+        return None
+
+
+def _source_row(entry: Any, *, day: dt.date, scopes: Sequence[str]) -> dict[str, Any]:
+    if not isinstance(entry, Mapping):
+        return {"video_id": repr(entry)[:60]}
+    until = _date(entry.get("valid_until"))
+    scope = entry.get("scope")
+    granted = {s for s in scope if isinstance(s, str)} if isinstance(scope, list) else set()
+    return {
+        "video_id": _text(entry.get("video_id")), "sha256": _text(entry.get("sha256")),
+        "rights_holder": _text(entry.get("rights_holder")),
+        "licence_id": _text(entry.get("licence_id")),
+        "valid_until": _text(entry.get("valid_until")),
+        "licence_days_left": (until - day).days if until is not None else None,
+        "missing_scopes": ",".join(s for s in scopes if s not in granted),
+    }
+
+
+def sources_frame(entries: Sequence[Any], *, day: dt.date, scopes: Sequence[str]
+                  ) -> pd.DataFrame:
+    """One row per ``sources.json`` entry: its licence, days left on ``day``, scopes missing.
+
+    Never raises on bad entries: a missing or malformed field becomes a null that the
+    ``release_sources`` suite rejects.
+    """
+    import pandas as pd
+
+    rows = [_source_row(e, day=day, scopes=scopes) for e in entries]
+    return pd.DataFrame.from_records(
+        [{c: row.get(c) for c in SOURCE_COLUMNS} for row in rows], columns=list(SOURCE_COLUMNS))

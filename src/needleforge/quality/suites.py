@@ -311,6 +311,23 @@ def _release_choice() -> list[Expectation]:
                 why="a sample has tries 0, 1, 2 and 3, once each."),
         exactly("sample_answers", 1, check="rotations_share_answer",
                 why="the tries of a sample share one answer text."),
+        _zero("needle_count_gap", check="needles_match_needle_spans", tol=0,
+              why="a VNBench try lists one needle span per needle (n_needles = spans)."),
+        _x(ExpectColumnValuesToBeBetween, check="needles_inside_video",
+           column="needle_overrun_s", max_value=1e-6,
+           why="VNBench needles end by the video's end (overrun <= 0)."),
+    ]
+
+
+def _release_files() -> list[Expectation]:
+    """Checks that need the release folder and its source list (null = not checked)."""
+    return [
+        _true("video_ok", check="video_exists",
+              why="every question's video is a file inside the release (VNBench always; "
+                  "NeMo when rendered montages ship)."),
+        _zero("n_unlicensed_sources", check="sources_listed", tol=0,
+              why="every source a question was built from is listed, with its licence, in "
+                  "sources.json (whose licences the release_sources suite checks)."),
     ]
 
 
@@ -341,6 +358,34 @@ def release_suite(params: QualityParams) -> gx.ExpectationSuite:
            why="every question has an integer n_needles."),
         *_release_grounding(params),
         *_release_choice(),
+        *_release_files(),
+    )
+
+
+def release_sources_suite(params: QualityParams) -> gx.ExpectationSuite:
+    """The sources a release ships (``sources.json``): authorized on the release day.
+
+    The release build already leaves unauthorized sources out (a code check); this suite
+    checks the written list again, so a hand-edited or buggy release cannot pass the gate.
+    The days left and missing scopes are computed for the release's own day and required
+    scopes (:func:`~needleforge.quality.release_frame.sources_frame`).
+    """
+    del params  # the day and scopes are bound into the frame
+    return _suite(
+        "release_sources",
+        _x(ExpectTableRowCountToBeBetween, check="sources_present", min_value=1,
+           why="a release lists the source of every question it ships."),
+        _unique("video_id"), _unique("sha256"),
+        *_non_empty("rights_holder", check="rights_holder"),
+        *_non_empty("licence_id", check="licence_id"),
+        _x(ExpectColumnValuesToNotBeNull, check="licence_date_readable",
+           column="licence_days_left",
+           why="valid_until is an ISO date (YYYY-MM-DD)."),
+        _at_least("licence_days_left", 0, check="licence_valid",
+                  why="no licence expires before the release day (days left >= 0)."),
+        _x(ExpectColumnValueLengthsToEqual, check="scope_granted", column="missing_scopes",
+           value=0, why="every licence grants the release's required scopes; the column "
+                        "lists the scopes missing."),
     )
 
 
@@ -368,4 +413,5 @@ SUITES: tuple[SuiteSpec, ...] = (
     SuiteSpec("questions", questions_suite, ("question_id",)),
     SuiteSpec("verifications", verifications_suite, ("question_id", "verifier")),
     SuiteSpec("release", release_suite, ("key",), required=True),
+    SuiteSpec("release_sources", release_sources_suite, ("video_id",), required=True),
 )

@@ -2,8 +2,9 @@
 
 ``releases/<name>/`` holds::
 
-    questions.jsonl  questions.parquet  montages.jsonl  videos/<montage_id>.mp4 (optional)
-    exports/  plots/  card.md  card.html  CHANGELOG.md  manifest.json
+    questions.jsonl  questions.parquet  montages.jsonl  sources.json
+    videos/<montage_id>.mp4 (optional)  videos/<vnbench sample>.mp4 (with a VNBench set)
+    exports/  plots/  card.md  card.html  CHANGELOG.md  quality/ (with a gate)  manifest.json
 
 Why a temporary folder: the whole release is written next to its target and renamed into
 place at the end, so a failed or interrupted build never leaves a half-written release (and a
@@ -35,13 +36,9 @@ from needleforge.records import (
     Video,
 )
 from needleforge.release import changelog, exports, manifest
-from needleforge.release.answers import (
-    Selection,
-    montage_record,
-    question_record,
-    select_questions,
-)
+from needleforge.release.answers import video_path
 from needleforge.release.card import CardInputs, write_card
+from needleforge.release.content import Content, gather
 from needleforge.release.files import (
     place_file,
     sha256_file,
@@ -49,8 +46,16 @@ from needleforge.release.files import (
     write_jsonl,
     write_questions_parquet,
 )
+from needleforge.release.sources import SOURCES_FILE, EarlierRelease, read_earlier
+from needleforge.release.vnbench_input import read_vnbench
 from needleforge.store import Store
 
+#: ``gate(release_root, video_families)``: checks a finished release folder before it is moved
+#: into place, writing its report under ``release_root/quality``; raises to stop the release.
+Gate = Callable[[Path, frozenset[str]], None]
+#: Files under this prefix (the GX Data Docs report) are not hashed in the manifest, except
+#: ``summary.json``: the pages carry GX run times, and the manifest must not change with them.
+UNHASHED_PREFIX = "quality/"
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 _SHOWN_IDS = 10
 
@@ -69,6 +74,16 @@ class ReleaseReport:
     unverified: tuple[str, ...]
     manifest_sha256: str
     changes: Mapping[str, Any]
+    excluded_sources: tuple[str, ...] = ()
+    contaminated: tuple[str, ...] = ()
+
+    def summary(self) -> str:
+        """One line for a terminal: what shipped and what was left out."""
+        return (f"release {self.path}: {self.n_questions} question(s), {self.n_montages} "
+                f"montage(s), {self.n_videos} video(s), {self.n_files} file(s); left out "
+                f"{len(self.failed)} failed and {len(self.unverified)} unverified question(s) "
+                f"and {len(self.excluded_sources)} excluded source(s); "
+                f"{len(self.contaminated)} source(s) used by earlier releases")
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -82,45 +97,10 @@ class _StoreData:
     verifications: list[Verification]
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
-class _Content:
-    selection: Selection
-    records: list[dict[str, Any]]
-    montages: list[Montage]
-    montage_records: list[dict[str, Any]]
-    sources: list[Video]
-
-
 def _read_store(db: Path) -> _StoreData:
     with Store(db, read_only=True) as store:
         return _StoreData(store.videos(), store.scenes(), store.scene_tags(), store.objects(),
                           store.montages(), store.questions(), store.verifications())
-
-
-def _content(data: _StoreData, params: ReleaseParams) -> _Content:
-    """Select the questions, derive their answers and gather their montages and sources."""
-    selection = select_questions(data.questions, data.verifications,
-                                 include_unverified=params.include_unverified,
-                                 require_all_verdicts=params.require_all_verdicts)
-    if not selection.released:
-        raise ReleaseError(f"nothing to release: of {len(data.questions)} questions, "
-                           f"{len(selection.failed)} failed verification and "
-                           f"{len(selection.unverified)} were never verified")
-    montages = {m.montage_id: m for m in data.montages}
-    by_montage: dict[str, list[str]] = defaultdict(list)
-    records = []
-    for question, verdicts in selection.released:
-        if question.montage_id not in montages:
-            raise ReleaseError(f"question {question.question_id}: montage "
-                               f"{question.montage_id} is not in the store")
-        records.append(question_record(question, montages[question.montage_id], verdicts))
-        by_montage[question.montage_id].append(question.question_id)
-    videos = {v.video_id: v for v in data.videos}
-    used = [montages[m] for m in sorted(by_montage)]
-    plans = [montage_record(m, question_ids=by_montage[m.montage_id], videos=videos)
-             for m in used]
-    source_ids = sorted({s.video_id for m in used for s in m.segments})
-    return _Content(selection, records, used, plans, [videos[v] for v in source_ids])
 
 
 def _find_renders(render_dir: Path, montages: Sequence[Montage]) -> dict[str, Path]:
@@ -137,59 +117,109 @@ def _find_renders(render_dir: Path, montages: Sequence[Montage]) -> dict[str, Pa
     return paths
 
 
-def _counts(content: _Content, n_videos: int) -> dict[str, Any]:
+def _counts(content: Content, n_videos: int) -> dict[str, Any]:
     per: dict[str, Counter[str]] = defaultdict(Counter)
     for r in content.records:
         per[r["family"]][r["bucket"]] += 1
+    samples = {r["question_id"] for r in content.records if r["family"] == "vnbench"}
+    dropped = sum(len(e["questions_dropped"]) for e in content.excluded_rows)
     return {
         "questions": len(content.records), "montages": len(content.montages),
-        "videos": n_videos, "source_videos": len(content.sources),
+        "vnbench_samples": len(samples), "videos": n_videos,
+        "source_videos": len(content.sources),
         "questions_by_family_bucket": {f: dict(sorted(c.items())) for f, c in sorted(per.items())},
         "excluded": {"failed": len(content.selection.failed),
-                     "unverified": len(content.selection.unverified)},
+                     "unverified": len(content.selection.unverified),
+                     "source_excluded": dropped},
     }
 
 
-def _write_data(root: Path, content: _Content, renders: Mapping[str, Path],
+def _write_data(root: Path, content: Content, videos: Mapping[str, Path],
                 params: ReleaseParams) -> None:
     write_jsonl(root / "questions.jsonl", content.records)
     write_questions_parquet(root / "questions.parquet", content.records)
     write_jsonl(root / "montages.jsonl", content.montage_records)
-    if renders:
+    write_json(root / SOURCES_FILE, content.source_rows)
+    if videos:
         (root / "videos").mkdir()
-        for mid, src in sorted(renders.items()):
-            place_file(src, root / "videos" / f"{mid}.mp4", mode=params.link_mode)
+        for rel, src in sorted(videos.items()):
+            place_file(src, root / rel, mode=params.link_mode)
+
+
+def _policy_doc(content: Content, params: ReleaseParams,
+                earlier: Sequence[EarlierRelease]) -> dict[str, Any]:
+    """The manifest's authorization and contamination facts (no clock time: see manifest)."""
+    return {
+        "authorization": {
+            "checked_on": params.release_date.isoformat() if params.release_date else None,
+            "required_scopes": sorted(params.required_scopes),
+            "unauthorized": params.unauthorized,
+        },
+        "contamination": {
+            "compared_with": sorted({e.name for e in earlier}),
+            "flagged": [{"video_id": v, "sha256": _sha(content, v), "releases": list(names)}
+                        for v, names in sorted(content.policy.contaminated.items())],
+            "excluded": params.exclude_contaminated,
+        },
+        "sources": content.source_rows,
+        "excluded_sources": content.excluded_rows,
+    }
+
+
+def _sha(content: Content, video_id: str) -> str:
+    for row in (*content.source_rows, *content.excluded_rows):
+        if row["video_id"] == video_id:
+            return str(row["sha256"])
+    return ""
 
 
 def _write_release(
-    root: Path, *, name: str, data: _StoreData, content: _Content,
-    renders: Mapping[str, Path], params: Params,
+    root: Path, *, name: str, data: _StoreData, content: Content,
+    videos: Mapping[str, Path], params: Params,
     previous: tuple[str, list[dict[str, Any]]] | None,
+    earlier: Sequence[EarlierRelease], gate: Gate | None,
 ) -> tuple[changelog.Changelog, str]:
-    """Write every file of the release into ``root``; returns the changelog and manifest hash."""
-    _write_data(root, content, renders, params.release)
+    """Write every file of the release into ``root``; returns the changelog and manifest hash.
+
+    The gate (when given) runs on the finished files before the manifest is written, and
+    its report goes to ``root/quality``; only its ``summary.json`` is hashed, since the Data
+    Docs pages carry GX run times (see :data:`UNHASHED_PREFIX`).
+    """
+    _write_data(root, content, videos, params.release)
     exports.write_exports(root, content.records, release_name=name)
-    changes = changelog.compare(content.records, name=name, previous=previous)
+    changes = changelog.compare(content.records, name=name, previous=previous,
+                                excluded=content.excluded_rows)
     (root / "CHANGELOG.md").write_text(changes.to_markdown(), encoding="utf-8")
     code = manifest.code_version()
     backends = manifest.store_backends(tags=data.tags, objects=data.objects,
                                        questions=data.questions,
                                        verifications=data.verifications)
+    plans = {video_path(m.montage_id) for m in content.montages}
+    n_nemo_videos = sum(1 for rel in videos if rel in plans)
     write_card(root, content.records, CardInputs(
         name=name, params=params.release,
-        released=[q for q, _ in content.selection.released], montages=content.montages,
-        videos_included=bool(renders),
+        released=content.released_questions, montages=content.montages,
+        videos_included=n_nemo_videos > 0,
         excluded={"failed": len(content.selection.failed),
                   "unverified": len(content.selection.unverified)},
         code=code, backends=backends, questions=data.questions,
         verifications=data.verifications, objects=data.objects, tags=data.tags,
-        scenes=data.scenes, videos=content.sources))
+        scenes=data.scenes, videos=content.sources, source_rows=content.source_rows,
+        excluded_sources=content.excluded_rows,
+        compared_with=tuple(sorted({e.name for e in earlier}))))
+    if gate is not None:
+        gate(root, frozenset({"vnbench"} | ({"nemo"} if n_nemo_videos else set())))
     doc = manifest.build_manifest(
-        name=name, params=params, counts=_counts(content, len(renders)), code=code,
+        name=name, params=params, counts=_counts(content, len(videos)), code=code,
         backends=backends, seed_info=manifest.seeds(params, content.montages),
-        files=manifest.file_entries(root))
+        policy=_policy_doc(content, params.release, earlier),
+        files=[e for e in manifest.file_entries(root) if _hashed(e["path"])])
     write_json(root / "manifest.json", doc)
     return changes, sha256_file(root / "manifest.json")
+
+
+def _hashed(rel: str) -> bool:
+    return not rel.startswith(UNHASHED_PREFIX) or rel == f"{UNHASHED_PREFIX}summary.json"
 
 
 def _swap_into_place(tmp: Path, target: Path) -> None:
@@ -231,6 +261,22 @@ def _write_atomically(
     return changes, digest, n_files
 
 
+def _videos(content: Content, render_dir: Path | None,
+            params: ReleaseParams) -> dict[str, Path]:
+    """Release path → file of every video that ships: renders (when asked) and VNBench's."""
+    out: dict[str, Path] = {}
+    if render_dir is not None and params.include_videos:
+        for mid, path in _find_renders(render_dir, content.montages).items():
+            out[video_path(mid)] = path
+    if content.vnbench is not None:
+        shipped = {r["video"] for r in content.records if r["family"] == "vnbench"}
+        clash = sorted(shipped & set(out))
+        if clash:
+            raise ReleaseError(f"VNBench videos {clash} have the names of NeMo montages")
+        out.update({rel: p for rel, p in content.vnbench.videos.items() if rel in shipped})
+    return dict(sorted(out.items()))
+
+
 def build_release(
     *,
     db: Path,
@@ -240,19 +286,29 @@ def build_release(
     params: Params,
     previous: Path | None = None,
     overwrite: bool = False,
+    vnbench_dir: Path | None = None,
+    earlier: Sequence[Path] = (),
+    gate: Gate | None = None,
 ) -> ReleaseReport:
     """Build ``out_root/name/`` from the store ``db`` (layout: see the module docstring).
 
     ``params`` is the whole params file: its ``release`` section decides what ships, and all
     of it is recorded in the manifest. Videos are taken from ``render_dir`` (``<id>.mp4``)
     when it is given and ``params.release.include_videos``; otherwise the release holds plans
-    only. ``previous`` is the release to write the changelog against.
+    only. ``vnbench_dir`` is the VNBench stage's folder, whose tries and videos ship too.
+    ``previous`` is the release to write the changelog against; ``earlier`` lists release
+    folders (or their ``manifest.json``) whose sources are flagged as contamination.
+    ``gate(root, video_families)`` runs on the finished files before they are moved into
+    place; raising there leaves no release behind (and an older one intact).
 
     Raises:
         ReleaseError: a bad name; ``out_root/name`` exists and ``overwrite`` is False; no
-            question passed verification; a question's montage, a montage's source video or a
-            released montage's render is missing; the previous release cannot be read.
+            question passed verification and authorization; a question's montage, a
+            montage's source video or a released montage's render is missing; a VNBench
+            folder or an earlier or previous release cannot be read; an unauthorized source
+            with ``release.unauthorized: error``.
         StoreError: the store cannot be opened.
+        QualityError: raised by ``gate`` when the release fails its checks.
     """
     if not _NAME_RE.fullmatch(name):
         raise ReleaseError(f"release name {name!r} must match {_NAME_RE.pattern}")
@@ -260,17 +316,22 @@ def build_release(
     if target.exists() and not overwrite:
         raise ReleaseError(f"release {target} already exists (pass overwrite=True to replace)")
     data = _read_store(db)
-    content = _content(data, params.release)
+    vnbench = read_vnbench(vnbench_dir, videos={v.video_id: v for v in data.videos}) \
+        if vnbench_dir is not None else None
+    compared = [read_earlier(p) for p in earlier]
+    content = gather(questions=data.questions, verifications=data.verifications,
+                     montages=data.montages, videos=data.videos, params=params.release,
+                     vnbench=vnbench, earlier=compared)
     prev = changelog.read_previous(previous) if previous is not None else None
-    renders: dict[str, Path] = {}
-    if render_dir is not None and params.release.include_videos:
-        renders = _find_renders(render_dir, content.montages)
+    videos = _videos(content, render_dir, params.release)
     out_root.mkdir(parents=True, exist_ok=True)
     changes, digest, n_files = _write_atomically(target, lambda root: _write_release(
-        root, name=name, data=data, content=content, renders=renders, params=params,
-        previous=prev))
+        root, name=name, data=data, content=content, videos=videos, params=params,
+        previous=prev, earlier=compared, gate=gate))
     return ReleaseReport(
         name=name, path=target, n_questions=len(content.records),
-        n_montages=len(content.montages), n_videos=len(renders), n_files=n_files,
+        n_montages=len(content.montages), n_videos=len(videos), n_files=n_files,
         failed=content.selection.failed, unverified=content.selection.unverified,
-        manifest_sha256=digest, changes=changes.to_dict())
+        manifest_sha256=digest, changes=changes.to_dict(),
+        excluded_sources=tuple(e["video_id"] for e in content.excluded_rows),
+        contaminated=tuple(sorted(content.policy.contaminated)))

@@ -52,7 +52,9 @@ class CardInputs:
 
     ``released``/``montages`` are the shipped questions and their montages (store records);
     ``questions``/``verifications`` are the whole store's (for pass rates); ``videos`` are the
-    sources of the released montages; ``excluded`` counts questions left out, by reason.
+    sources of the released questions; ``excluded`` counts questions left out, by reason;
+    ``source_rows``/``excluded_sources`` are the manifest's source lists and
+    ``compared_with`` the earlier releases checked for contamination.
     """
 
     name: str
@@ -69,6 +71,9 @@ class CardInputs:
     tags: Sequence[SceneTag]
     scenes: Sequence[Scene]
     videos: Sequence[Video]
+    source_rows: Sequence[Mapping[str, Any]] = ()
+    excluded_sources: Sequence[Mapping[str, Any]] = ()
+    compared_with: Sequence[str] = ()
 
 
 def make_plots(root: Path, records: Sequence[Record], inputs: CardInputs) -> list[Plot]:
@@ -80,6 +85,8 @@ def make_plots(root: Path, records: Sequence[Record], inputs: CardInputs) -> lis
     durations: dict[str, dict[str, float]] = defaultdict(dict)
     needles: dict[str, Counter[int]] = defaultdict(Counter)
     for r in records:
+        if r["family"] != "nemo":
+            continue
         durations[r["bucket"]][r["video"]] = float(r["duration_s"])
         needles[r["needle_type"]][int(r["n_needles"])] += 1
     out = [plots.duration_histogram(root, bucket=b, durations_s=sorted(durations[b].values()),
@@ -130,7 +137,10 @@ def _usage(name: str) -> Section:
         "questions.jsonl / questions.parquet: one question per line or row",
         "montages.jsonl: montage plans (segments, roles, needle indices, sources)",
         "videos/<montage_id>.mp4: rendered montages (when included)",
-        "exports/: lmms-eval task, VLMEvalKit TSV, QVHighlights JSONL, VNBench JSON",
+        "exports/: lmms-eval tasks, VLMEvalKit TSV, QVHighlights JSONL, VNBench JSON",
+        "sources.json: every source video's licence (rights holder, licence, scope, "
+        "valid until) and earlier releases that used it",
+        "quality/: the Great Expectations quality report (Data Docs) the release passed",
         "manifest.json: sha256 and size of every file, params, code and model versions",
         "CHANGELOG.md: changes since the previous release",
     ))
@@ -181,11 +191,39 @@ def build_card(
         Section("Needles per question", image("plots/needles_per_question.png")),
         Section("Verification", (*image("plots/verification_pass_rates.png"),
                                  stats.pass_rate_table(rates))),
-        Section("Sources and licences", (stats.licence_table(inputs.videos),)),
+        Section("VNBench", (stats.vnbench_table(records),)) if any(
+            r["family"] == "vnbench" for r in records) else None,
+        Section("Sources and licences", (
+            stats.licence_table(inputs.videos), stats.source_table(inputs.source_rows),
+            Paragraph(_authorization_text(inputs.params)),
+            stats.excluded_table(inputs.excluded_sources))),
+        Section("Contamination", _contamination(inputs)),
         _provenance(inputs),
         _usage(inputs.name),
     ]
-    return Document(f"{inputs.params.title}: {inputs.name}", tuple(sections))
+    return Document(f"{inputs.params.title}: {inputs.name}",
+                    tuple(s for s in sections if s is not None))
+
+
+def _authorization_text(params: ReleaseParams) -> str:
+    day = params.release_date.isoformat() if params.release_date else "the build day"
+    return (f"Every source's licence is valid on {day} and grants "
+            f"{', '.join(sorted(params.required_scopes))}; sources that do not are left out "
+            "with their questions (below).")
+
+
+def _contamination(inputs: CardInputs) -> tuple[Block, ...]:
+    if not inputs.compared_with:
+        return (Paragraph("No earlier release was compared against."),)
+    flagged = [r for r in inputs.source_rows if r["earlier_releases"]]
+    excluded = [r for r in inputs.excluded_sources if str(r["reason"]).startswith(
+        "contaminated")]
+    text = (f"Sources compared by sha256 with {', '.join(inputs.compared_with)}: "
+            f"{len(flagged)} shipped source(s) were used before, {len(excluded)} excluded.")
+    rows = tuple((str(r["video_id"]), str(r["sha256"])[:16], ", ".join(r["earlier_releases"]))
+                 for r in flagged)
+    return (Paragraph(text), Table(("Video", "sha256 (prefix)", "Earlier releases"), rows,
+                                   caption="Shipped sources already used by earlier releases"))
 
 
 def write_card(root: Path, records: Sequence[Record], inputs: CardInputs) -> Document:

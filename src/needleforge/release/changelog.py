@@ -41,17 +41,29 @@ class Changelog:
     removed: tuple[Key, ...]
     changed: tuple[Key, ...]
     counts: Table
+    excluded_sources: tuple[Mapping[str, Any], ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {"previous": self.previous, "added": len(self.added),
                 "removed": len(self.removed), "changed": len(self.changed)}
+
+    def _excluded_markdown(self) -> str:
+        """Sources left out (licence or contamination) and the questions dropped with them."""
+        if not self.excluded_sources:
+            return ""
+        parts = [f"## Excluded sources ({len(self.excluded_sources)})"]
+        for e in self.excluded_sources:
+            dropped = ", ".join(f"`{q}`" for q in e["questions_dropped"]) or "(none)"
+            parts.append(f"- `{e['video_id']}` (sha256 {str(e['sha256'])[:12]}…): "
+                         f"{e['reason']}; questions dropped: {dropped}")
+        return "\n\n" + parts[0] + "\n\n" + "\n".join(parts[1:])
 
     def to_markdown(self) -> str:
         """The changelog as Markdown; every id is listed, sorted."""
         head = f"# Changelog of {self.name}\n\n"
         if self.previous is None:
             return head + "First release: no previous release to compare with.\n\n" + \
-                self.counts.to_markdown() + "\n"
+                self.counts.to_markdown() + self._excluded_markdown() + "\n"
         parts = [head + f"Compared with `{self.previous}`: {len(self.added)} added, "
                  f"{len(self.removed)} removed, {len(self.changed)} changed (same id, new "
                  "question text or answer).", self.counts.to_markdown()]
@@ -59,7 +71,7 @@ class Changelog:
                             ("Changed", self.changed)):
             lines = "\n".join(f"- `{_label(k)}`" for k in keys) or "(none)"
             parts.append(f"## {title} ({len(keys)})\n\n{lines}")
-        return "\n\n".join(parts) + "\n"
+        return "\n\n".join(parts) + self._excluded_markdown() + "\n"
 
 
 def read_previous(release_dir: Path) -> tuple[str, list[dict[str, Any]]]:
@@ -110,10 +122,15 @@ def compare(
     *,
     name: str,
     previous: tuple[str, Sequence[Mapping[str, Any]]] | None,
+    excluded: Sequence[Mapping[str, Any]] = (),
 ) -> Changelog:
-    """Compare the new release's records with the previous release's (None: first release)."""
+    """Compare the new release's records with the previous release's (None: first release).
+
+    ``excluded`` lists the sources this release left out (manifest ``excluded_sources``
+    entries); the changelog lists them with the questions dropped.
+    """
     if previous is None:
-        return Changelog(name, None, (), (), (), _count_table(None, records))
+        return Changelog(name, None, (), (), (), _count_table(None, records), tuple(excluded))
     prev_name, old = previous
     new_by = {_key(r): r for r in records}
     old_by = {_key(r): r for r in old}
@@ -130,4 +147,5 @@ def compare(
         removed=order(old_by.keys() - new_by.keys()),
         changed=order(k for k in new_by.keys() & old_by.keys() if differs(k)),
         counts=_count_table(old, records),
+        excluded_sources=tuple(excluded),
     )

@@ -1,8 +1,9 @@
 """Exports of a release for other evaluation tool kits (``exports/``).
 
 - ``lmms_eval/<task>.yaml`` + ``lmms_eval/utils.py``: an lmms-eval task over the grounding
-  questions of ``questions.jsonl`` (Recall@1x at tIoU 0.7 and 0.5). Run lmms-eval from the
-  release folder with ``--include_path exports/lmms_eval --tasks <task>``.
+  questions of ``questions.jsonl`` (Recall@1x at tIoU 0.7 and 0.5), and ``<task>_vnbench.yaml``
+  over the VNBench tries (circular accuracy). Run lmms-eval from the release folder with
+  ``--include_path exports/lmms_eval --tasks <task>``.
 - ``vlmevalkit.tsv``: one row per question (``index, question_id, video, video_path,
   duration, bucket, task, needle_type, n_needles, question, answer, candidates, try``); the
   answer is the spans as JSON for grounding, the letter for multiple choice.
@@ -83,6 +84,39 @@ def lmms_eval_yaml(release_name: str) -> str:
     ])
 
 
+def lmms_eval_vnbench_yaml(release_name: str) -> str:
+    """The lmms-eval task over the VNBench tries (circular accuracy, as VNBench scores)."""
+    task = task_name(release_name) + "_vnbench"
+    return "\n".join([
+        f"# lmms-eval task for the VNBench tries of the needleforge release {release_name}.",
+        f"#   lmms-eval --include_path exports/lmms_eval --tasks {task} ...",
+        f"task: {_q(task)}",
+        "dataset_path: json",
+        "dataset_kwargs:",
+        "  data_files:",
+        "    test: questions.jsonl",
+        "test_split: test",
+        "output_type: generate_until",
+        "process_docs: !function utils.vnbench_process_docs",
+        "doc_to_visual: !function utils.doc_to_visual",
+        "doc_to_text: !function utils.vnbench_doc_to_text",
+        "doc_to_target: !function utils.vnbench_doc_to_target",
+        "generation_kwargs:",
+        "  max_new_tokens: 16",
+        "  temperature: 0",
+        "  do_sample: false",
+        "process_results: !function utils.vnbench_process_results",
+        "metric_list:",
+        "  - metric: circular_accuracy",
+        "    aggregation: !function utils.aggregate_circular",
+        "    higher_is_better: true",
+        "metadata:",
+        "  version: 1.0",
+        f"  release: {_q(release_name)}",
+        "",
+    ])
+
+
 def lmms_eval_utils_source() -> str:
     """The text of the hooks module shipped as ``exports/lmms_eval/utils.py``."""
     return importlib.resources.files("needleforge.release").joinpath(
@@ -121,7 +155,8 @@ def vnbench_records(records: Sequence[Record]) -> list[dict[str, Any]]:
     """Multiple-choice tries in VNBench's annotation layout (one entry per try)."""
     return [{"question_id": r["question_id"], "video": r["video"], "question": r["question"],
              "options": list(r["options"]), "gt": r["options"][int(r["answer_index"])],
-             "gt_option": _letter(r), "needle_time": r.get("needle_time", []),
+             "gt_option": _letter(r),
+             "needle_time": [span[0] for span in r.get("needle_spans", [])],
              "length": r["duration_s"], "type": r["task"], "try": r["try"]}
             for r in records if "options" in r]
 
@@ -134,9 +169,15 @@ def write_exports(root: Path, records: Sequence[Record], *, release_name: str) -
     if any("answer_spans" in r for r in records):
         yaml_rel = f"exports/lmms_eval/{task_name(release_name)}.yaml"
         (root / yaml_rel).write_text(lmms_eval_yaml(release_name), encoding="utf-8")
-        (out / "lmms_eval" / "utils.py").write_text(lmms_eval_utils_source(), encoding="utf-8")
         write_jsonl(out / "qvhighlights.jsonl", qvhighlights_records(records))
-        written += [yaml_rel, "exports/lmms_eval/utils.py", "exports/qvhighlights.jsonl"]
+        written += [yaml_rel, "exports/qvhighlights.jsonl"]
+    if any(r.get("family") == "vnbench" for r in records):
+        yaml_rel = f"exports/lmms_eval/{task_name(release_name)}_vnbench.yaml"
+        (root / yaml_rel).write_text(lmms_eval_vnbench_yaml(release_name), encoding="utf-8")
+        written.append(yaml_rel)
+    if written:
+        (out / "lmms_eval" / "utils.py").write_text(lmms_eval_utils_source(), encoding="utf-8")
+        written.append("exports/lmms_eval/utils.py")
     (out / "vlmevalkit.tsv").write_text(vlmevalkit_tsv(records), encoding="utf-8")
     written.append("exports/vlmevalkit.tsv")
     choices = vnbench_records(records)

@@ -32,9 +32,11 @@ QUESTION_TYPES: Mapping[str, pa.DataType] = {
     "answer_spans": pa.list_(pa.list_(pa.float64())), "options": pa.list_(pa.string()),
     "answer_index": pa.int64(), "try": pa.int64(),
     "needle_time": pa.list_(pa.list_(pa.float64())),
+    "needle_spans": pa.list_(pa.list_(pa.float64())), "haystack": pa.string(),
     "montage_id": pa.string(), "target_scene_id": pa.string(),
     "target_object_id": pa.string(), "description": pa.string(), "template_id": pa.string(),
     "backend": pa.string(), "model_version": pa.string(), "verified_by": pa.list_(pa.string()),
+    "source_video_ids": pa.list_(pa.string()),
 }
 
 

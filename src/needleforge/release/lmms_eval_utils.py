@@ -124,3 +124,52 @@ def aggregate_recall(items: list[dict[str, Any]]) -> float:
     """Recall@1x over the targets of all questions (micro): recalled / targets, in percent."""
     targets = sum(int(i["targets"]) for i in items)
     return 100.0 * sum(int(i["recalled"]) for i in items) / targets if targets else 0.0
+
+
+# --- VNBench multiple choice (the ``<task>_vnbench`` task) ---------------------------------
+# Circular evaluation as in VNBench: a sample counts only when all 4 of its tries (option
+# rotations) are answered with the right letter.
+
+_LETTER_RE = re.compile(r"\b([ABCD])\b")
+_CHOICE_PROMPT = "\nAnswer with the letter of the correct option only."
+
+
+def vnbench_process_docs(dataset: Any) -> Any:
+    """Keep the multiple-choice VNBench tries."""
+    return dataset.filter(lambda doc: doc.get("options") is not None)
+
+
+def vnbench_doc_to_text(doc: dict[str, Any],
+                        lmms_eval_specific_kwargs: dict[str, Any] | None = None) -> str:
+    """The question followed by its options lettered A-D, then the answer instruction."""
+    kwargs = lmms_eval_specific_kwargs or {}
+    options = "\n".join(f"{'ABCD'[i]}. {o}" for i, o in enumerate(doc["options"]))
+    post = str(kwargs.get("post_prompt", _CHOICE_PROMPT))
+    return f"{kwargs.get('pre_prompt', '')}{doc['question']}\n{options}{post}"
+
+
+def vnbench_doc_to_target(doc: dict[str, Any]) -> str:
+    """The correct letter of this try."""
+    return "ABCD"[int(doc["answer_index"])]
+
+
+def parse_letter(text: str) -> str | None:
+    """The first standalone option letter of a response (``B``, ``(B)``, ``B. Bob``)."""
+    match = _LETTER_RE.search(text.strip().upper())
+    return match.group(1) if match else None
+
+
+def vnbench_process_results(doc: dict[str, Any], results: list[str]) -> dict[str, Any]:
+    """Whether this try was answered right, keyed by its sample for the circular score."""
+    letter = parse_letter(results[0] if results else "")
+    return {"circular_accuracy": {"question_id": doc["question_id"],
+                                  "correct": letter == vnbench_doc_to_target(doc)}}
+
+
+def aggregate_circular(items: list[dict[str, Any]]) -> float:
+    """Percent of samples whose every try is correct."""
+    samples: dict[str, bool] = {}
+    for item in items:
+        key = str(item["question_id"])
+        samples[key] = samples.get(key, True) and bool(item["correct"])
+    return 100.0 * sum(samples.values()) / len(samples) if samples else 0.0

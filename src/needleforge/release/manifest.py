@@ -133,8 +133,14 @@ def build_manifest(
     backends: Mapping[str, Any],
     seed_info: Mapping[str, Any],
     files: list[dict[str, Any]],
+    policy: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Assemble the manifest in its fixed key order (see the module docstring)."""
+    """Assemble the manifest in its fixed key order (see the module docstring).
+
+    ``policy`` holds the ``authorization``, ``contamination``, ``sources`` (each shipped
+    source's licence: rights holder, licence id, scope, valid_until) and ``excluded_sources``
+    entries; they go between the seeds and the params.
+    """
     release = params.release
     return {
         "name": name,
@@ -146,6 +152,7 @@ def build_manifest(
         "packages": package_versions(),
         "backends": dict(backends),
         "seeds": dict(seed_info),
+        **dict(policy or {}),
         "params": params.model_dump(mode="json"),
         "files": files,
     }

@@ -182,3 +182,45 @@ def target_programs(
         if r["family"] == "nemo":
             out[program.get(video_of.get(r["target_scene_id"], ""), "(unknown)")] += 1
     return out
+
+
+def vnbench_table(records: Iterable[Record]) -> Table:
+    """VNBench per task: samples, tries, needle type, mean video length and needles per sample.
+
+    A sample is a ``question_id``; its tries are the option rotations (4 when complete).
+    """
+    tries: Counter[str] = Counter()
+    samples: dict[str, dict[str, Record]] = defaultdict(dict)
+    for r in records:
+        if r["family"] == "vnbench":
+            tries[r["task"]] += 1
+            samples[r["task"]].setdefault(r["question_id"], r)
+    rows = []
+    for task in sorted(samples):
+        first = list(samples[task].values())
+        kinds = ", ".join(sorted({str(r["needle_type"]) for r in first}))
+        mean_s = sum(float(r["duration_s"]) for r in first) / len(first)
+        mean_n = sum(int(r["n_needles"]) for r in first) / len(first)
+        rows.append((task, str(len(first)), str(tries[task]), kinds, f"{mean_s:.1f} s",
+                     f"{mean_n:.2f}"))
+    n_samples = sum(len(s) for s in samples.values())
+    rows.append(("All", str(n_samples), str(sum(tries.values())), "", "", ""))
+    return Table(("Task", "Samples", "Tries", "Needle type", "Avg length", "Avg #needles"),
+                 tuple(rows), caption="VNBench samples (each answered in 4 option rotations)")
+
+
+def source_table(rows: Iterable[Mapping[str, Any]]) -> Table:
+    """Every shipped source with its licence terms and the families that use it."""
+    out = tuple((str(r["video_id"]), str(r["program"]), str(r["rights_holder"]),
+                 str(r["licence_id"]), ", ".join(r["scope"]), str(r["valid_until"]),
+                 ", ".join(r["families"])) for r in rows)
+    return Table(("Video", "Program", "Rights holder", "Licence", "Scope", "Valid until",
+                  "Used by"), out, caption="Licence of every source video in the release")
+
+
+def excluded_table(rows: Iterable[Mapping[str, Any]]) -> Table:
+    """Sources left out of the release, why, and how many questions went with them."""
+    out = tuple((str(r["video_id"]), str(r["reason"]), str(len(r["questions_dropped"])))
+                for r in rows)
+    return Table(("Video", "Reason", "Questions dropped"), out,
+                 caption="Sources left out (licence or contamination)")

@@ -36,6 +36,7 @@ def choice_records(sample: VNBenchSample) -> list[dict[str, Any]]:
             "options": list(options), "answer_index": answer_index, "try": try_index,
             "needle_spans": [list(span) for span in sample.needle_spans],
             "haystack": sample.haystack.haystack_id,
+            "source_video_id": sample.haystack.video_id,
         })
     return records
 

@@ -1,0 +1,169 @@
+"""End to end on the sample corpus in a temporary git + DVC repository (slow, ~3 min).
+
+One module-scoped repo: the project's ``dvc.yaml``, ``params.yaml`` shrunk (one 2-video
+program of 60 s plus carphone, short montages only, one VNBench sample per subtask; measured
+~2.5 min for ``dvc repro`` on 2 cores), and the package source its stages list as deps.
+``dvc repro`` must build ``releases/sample`` through its gate; the tests then break copies of
+its inputs, rebuild it, publish it with a tag (the ``dvc commit`` branch of
+:func:`~needleforge.release.publish`, since the release is a stage output), clone the repo
+fresh, pull and load the tag, and finally change the NeMo seed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import duckdb
+import pytest
+import yaml
+
+from needleforge.release import load_release, publish
+from needleforge.store import Store
+
+pytestmark = pytest.mark.slow
+
+MAIN = Path(__file__).resolve().parents[2]
+BIN = Path(sys.executable).parent
+ENV = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}",
+       "DVC_NO_ANALYTICS": "1"}
+RELEASE = "releases/sample"
+
+
+def sh(*cmd: str, cwd: Path, ok: bool = True) -> subprocess.CompletedProcess[str]:
+    proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, env=ENV, check=False)
+    if ok:
+        assert proc.returncode == 0, f"{cmd}:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+    return proc
+
+
+def shrunk_params() -> dict[str, object]:
+    """The project's params.yaml with the corpus and caps made small enough for a test."""
+    params = yaml.safe_load((MAIN / "params.yaml").read_text(encoding="utf-8"))
+    params["studio"]["real_clips"] = ["carphone"]
+    params["studio"]["programs"] = [{"name": "studio-a", "n_videos": 2,
+                                     "video_duration_s": 60, "min_scene_s": 6,
+                                     "max_scene_s": 10, "subtitles": True}]
+    params["nemo"]["short_max_s"] = 40.0
+    none = {"object": 0, "scene": 0}
+    params["expand"].update(short_multi={"object": 2, "scene": 2},
+                            medium={"single": none, "multi": none},
+                            long={"single": none, "multi": none})
+    params["vnbench"].update(samples_per_subtask=1, max_haystack_s=20, include_act=False)
+    return params
+
+
+@pytest.fixture(scope="module")
+def repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A git + DVC repo where ``dvc repro`` has built ``releases/sample``."""
+    root = tmp_path_factory.mktemp("e2e")
+    repo, remote = root / "origin", root / "remote"
+    repo.mkdir()
+    remote.mkdir()
+    shutil.copy(MAIN / "dvc.yaml", repo / "dvc.yaml")
+    (repo / "params.yaml").write_text(yaml.safe_dump(shrunk_params(), sort_keys=False))
+    shutil.copytree(MAIN / "src" / "needleforge", repo / "src" / "needleforge",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    sh("git", "init", "-q", "-b", "main", cwd=repo)
+    sh("git", "config", "user.name", "Needleforge Test", cwd=repo)
+    sh("git", "config", "user.email", "test@needleforge.invalid", cwd=repo)
+    sh(sys.executable, "-m", "dvc", "init", "-q", cwd=repo)
+    sh(sys.executable, "-m", "dvc", "remote", "add", "-d", "local", str(remote), cwd=repo)
+    sh(sys.executable, "-m", "dvc", "repro", cwd=repo)
+    sh("git", "add", "-A", cwd=repo)
+    sh("git", "commit", "-q", "-m", "pipeline", cwd=repo)
+    return repo
+
+
+def test_repro_builds_a_release_that_passed_its_gate(repo: Path) -> None:
+    root = repo / RELEASE
+    summary = json.loads((root / "quality/summary.json").read_text())
+    assert summary["passed"] and summary["failures"] == []
+    ran = {s["suite"]: s["status"] for s in summary["suites"]}
+    assert ran["release"] == ran["release_sources"] == "passed"
+    records = [json.loads(x) for x in (root / "questions.jsonl").read_text().splitlines()]
+    families = {r["family"] for r in records}
+    assert families == {"nemo", "vnbench"}
+    vn = [r for r in records if r["family"] == "vnbench"]
+    assert len(vn) % 4 == 0 and all((root / r["video"]).is_file() for r in vn)
+    doc = json.loads((root / "manifest.json").read_text())
+    hashed = {f["path"] for f in doc["files"]}
+    assert {r["video"] for r in records} <= hashed and "sources.json" in hashed
+    assert doc["sources"] and all(s["licence_id"] and s["valid_until"] for s in doc["sources"])
+    assert {v for r in records for v in r["source_video_ids"]} == \
+        {s["video_id"] for s in doc["sources"]}
+    assert "## VNBench" in (root / "card.md").read_text()
+    assert json.loads((root / "exports/vnbench.json").read_text())
+
+
+def test_a_second_identical_build_gives_the_same_manifest(repo: Path, tmp_path: Path) -> None:
+    sh("needleforge", "release", "sample", "--db", "data/db/expand.duckdb", "--out",
+       str(tmp_path), "--render", "data/render", "--vnbench", "data/vnbench", "--params",
+       "params.yaml", cwd=repo)
+    again = (tmp_path / "sample" / "manifest.json").read_bytes()
+    assert again == (repo / RELEASE / "manifest.json").read_bytes()
+
+
+def test_broken_tables_fail_the_gate_naming_the_expectation(repo: Path, tmp_path: Path) -> None:
+    broken = tmp_path / "broken"
+    shutil.copytree(repo / RELEASE, broken)
+    lines = (broken / "questions.jsonl").read_text().splitlines()
+    for i, line in enumerate(lines):
+        record = json.loads(line)
+        if record["family"] == "vnbench":
+            record["options"][1] = record["options"][0].upper()  # two equal options
+            lines[i] = json.dumps(record)
+            break
+    (broken / "questions.jsonl").write_text("\n".join(lines) + "\n")
+    sources = json.loads((broken / "sources.json").read_text())
+    sources[0]["valid_until"] = "2001-01-01"
+    (broken / "sources.json").write_text(json.dumps(sources))
+    db = tmp_path / "broken.duckdb"
+    shutil.copy(repo / "data/db/expand.duckdb", db)
+    with duckdb.connect(str(db)) as con:
+        con.execute("UPDATE scenes SET end_s = start_s - 1 WHERE idx = 0")
+    proc = sh("needleforge", "validate", "--db", str(db), "--release", str(broken), "--out",
+              str(tmp_path / "report"), "--params", "params.yaml", cwd=repo, ok=False)
+    assert proc.returncode == 1, proc.stderr
+    for name in ("scenes.end_after_start", "release.options_distinct",
+                 "release_sources.licence_valid"):
+        assert f"FAIL {name}" in proc.stdout
+    assert "quality gate FAILED" in proc.stdout
+
+
+def test_publish_commits_the_stage_output_and_a_fresh_clone_pulls_the_tag(
+        repo: Path, tmp_path: Path) -> None:
+    result = publish(repo / RELEASE, repo=repo, tag="v1", remote="local")
+    assert result.tracked_by == ("dvc.yaml", "dvc.lock") and result.pushed
+    clone = tmp_path / "clone"
+    sh("git", "clone", "-q", str(repo), str(clone), cwd=tmp_path)
+    out = tmp_path / "pulled"
+    sh("needleforge", "pull", "--rev", "v1", "--repo", str(clone), "--out", str(out),
+       cwd=tmp_path)
+    assert (out / "manifest.json").read_bytes() == (repo / RELEASE / "manifest.json").read_bytes()
+    loaded = load_release(rev="v1", repo=clone, path=RELEASE)
+    assert {q.family for q in loaded.questions} == {"nemo", "vnbench"}
+    assert loaded.manifest["sources"] == json.loads((repo / RELEASE / "sources.json").read_text())
+
+
+def _tables(db: Path) -> tuple[list[object], list[object], list[object], list[object]]:
+    with Store(db, read_only=True) as store:
+        return store.videos(), store.scenes(), store.objects(), store.montages()
+
+
+def test_another_nemo_seed_changes_plans_not_the_tables_above_them(repo: Path) -> None:
+    """Runs last: it leaves the repo at nemo.seed = 1."""
+    before = _tables(repo / "data/db/nemo.duckdb")
+    params = yaml.safe_load((repo / "params.yaml").read_text())
+    params["nemo"]["seed"] = params["nemo"]["seed"] + 1
+    (repo / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    proc = sh(sys.executable, "-m", "dvc", "repro", "nemo", cwd=repo)
+    assert "Running stage 'nemo'" in proc.stdout
+    assert "Running stage 'represent'" not in proc.stdout
+    after = _tables(repo / "data/db/nemo.duckdb")
+    assert after[:3] == before[:3]  # videos, scenes, objects: untouched
+    assert after[3] != before[3]  # the montage plans moved
