@@ -14,7 +14,7 @@ export DVC_NO_ANALYTICS := 1
 export HF_HUB_OFFLINE := 1
 export PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS := 90
 
-.PHONY: demo test lint typecheck pytest venv clean-demo
+.PHONY: demo test bench lint typecheck pytest venv clean-demo
 
 venv: $(STAMP)
 
@@ -35,12 +35,16 @@ demo: $(STAMP)
 	$(BIN)/dvc repro
 	$(BIN)/needleforge status --db $(DEMO_DB)
 	@echo
+	@echo "baselines on the sample release (data/eval/leaderboard/leaderboard.md):"
+	@cat data/eval/leaderboard/leaderboard.md
+	@echo
 	@echo "demo outputs:"
 	@echo "  sample corpus   data/studio/ (manifest.yaml, ground_truth.json, clips/, programs/)"
 	@echo "  DuckDB store    $(DEMO_DB)  (needleforge status --db $(DEMO_DB))"
 	@echo "  release         releases/sample/ (questions.jsonl, card.html, manifest.json, exports/)"
 	@echo "  quality report  data/quality/quality/index.html (Great Expectations Data Docs)"
 	@echo "  VNBench set     data/vnbench/ (questions.jsonl, vnbench.json, samples)"
+	@echo "  baseline scores data/eval/ (predictions/, scores/, leaderboard/)"
 	@echo "  rendered montages data/render/<montage_id>.mp4 (scene-clip cache data/cache/clips/)"
 	@echo "  stage snapshots data/db/<stage>.duckdb; media store data/media/ (by sha256)"
 
@@ -56,6 +60,10 @@ pytest: $(STAMP)
 	if [ $$rc -eq 5 ]; then echo "pytest collected no tests" >&2; exit 1; fi; exit $$rc
 
 test: lint typecheck pytest
+
+# Every benchmark (benchmarks/run_all.py): under 15 min on 2 cores; not part of `make test`.
+bench: $(STAMP)
+	PYTHONPATH=. $(PY) benchmarks/run_all.py --out $(or $(BENCH_OUT),/tmp/nf-bench)
 
 clean-demo:
 	rm -rf data dvc.lock

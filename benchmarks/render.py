@@ -142,6 +142,25 @@ def plan_montages(corpus: Corpus, *, count: int, seed: int) -> list[Montage]:
     return montages
 
 
+def plan_per_source_hour(
+    corpus: Corpus, *, ratios: list[float], seed: int
+) -> tuple[list[Montage], list[int]]:
+    """The plan whose first ``counts[i]`` montages last ``ratios[i]`` x the source (at least).
+
+    Plans are prefix-stable (the same seed draws the same first montages), so the plan for
+    the largest ratio serves every level; a montage lasts at least 60 s, which bounds the
+    count to draw.
+    """
+    most = max(ratios) * corpus.source_s
+    plan = plan_montages(corpus, count=max(1, math.ceil(most / MIX[0][2])) + 1, seed=seed)
+    counts, total_s = [], 0.0
+    for index, montage in enumerate(plan, start=1):
+        total_s += montage.duration_s
+        while len(counts) < len(ratios) and total_s >= ratios[len(counts)] * corpus.source_s:
+            counts.append(index)
+    return plan[:counts[-1]], counts
+
+
 def _draw_bucket(rng: random.Random) -> tuple[Bucket, float, float]:
     roll, acc = rng.random(), 0.0
     for bucket, share, lo, hi in MIX:
@@ -285,6 +304,9 @@ def main() -> None:
     parser.add_argument("--minutes", type=float, default=10.0, help="minutes of source video")
     parser.add_argument("--video-s", type=float, default=300.0, help="length of one episode")
     parser.add_argument("--levels", default="10,50,200", help="montage counts to report")
+    parser.add_argument("--per-source-hour", default=None, metavar="R,...",
+                        help="report levels by montage hours per source hour instead (e.g. "
+                             "1,10,100): the first montages reaching R x the source length")
     parser.add_argument("--naive-budget-s", type=float, default=900.0,
                         help="montage seconds the naive sample covers")
     parser.add_argument("--naive-full", action="store_true", help="naive-render every montage")
@@ -292,10 +314,14 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--fresh", action="store_true", help="rebuild the studio corpus")
     args = parser.parse_args()
-    counts = sorted({int(c) for c in args.levels.split(",")})
     profile = RenderParams(workers=args.workers)
     corpus = build_corpus(args.out, minutes=args.minutes, video_s=args.video_s, fresh=args.fresh)
-    plan = plan_montages(corpus, count=counts[-1], seed=args.seed)
+    if args.per_source_hour:
+        ratios = sorted({float(r) for r in args.per_source_hour.split(",")})
+        plan, counts = plan_per_source_hour(corpus, ratios=ratios, seed=args.seed)
+    else:
+        counts = sorted({int(c) for c in args.levels.split(",")})
+        plan = plan_montages(corpus, count=counts[-1], seed=args.seed)
     print(f"source: {len(corpus.videos)} videos, {corpus.source_s / 60:.1f} min, "
           f"{len(corpus.scenes)} scenes; profile {profile.width}x{profile.height}@{profile.fps}"
           f" {profile.preset} crf {profile.crf}; {args.workers} workers; plan of {len(plan)} "

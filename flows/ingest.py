@@ -2,7 +2,9 @@
 
 Planning (parse + authorize) runs once; each authorized row is probed, hashed and stored as
 its own task, so a failing disk read retries alone; the flow process alone writes DuckDB.
-Run: ``python flows/ingest.py MANIFEST --db data/needleforge.duckdb``.
+Rows run on the task runner of ``runner:`` in params (``--runner`` overrides it); Dask or Ray
+workers must see the manifest's files and the media store at the same paths.
+Run: ``python -m flows.ingest MANIFEST --db data/needleforge.duckdb [--runner dask]``.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from needleforge.config import load_params
 from needleforge.ingest import Accepted, RowJob, finish_ingest, plan_ingest, process_row
 from needleforge.ingest.files import LinkMode
 from needleforge.records import IngestRejection
+from needleforge.runners import add_runner_arguments, runner_from_args, with_runner
 from needleforge.store import Store
 
 
@@ -57,8 +60,10 @@ def main() -> None:
     parser.add_argument("--db", type=Path, default=Path("data/needleforge.duckdb"))
     parser.add_argument("--media-dir", type=Path, default=None)
     parser.add_argument("--params", type=Path, default=None)
+    add_runner_arguments(parser)
     args = parser.parse_args()
-    ingest_flow(args.manifest, args.db, args.media_dir, args.params)
+    runner = runner_from_args(load_params(args.params).runner, args)
+    with_runner(ingest_flow, runner)(args.manifest, args.db, args.media_dir, args.params)
 
 
 if __name__ == "__main__":

@@ -3,7 +3,8 @@
 ingest (known videos are skipped) → represent (current videos are skipped) → NeMo generate →
 expand → render → validate (the gate fails the run) → release, with a changelog against the
 previous release → optionally publish (DVC track, git commit + tag, DVC push). Ingest,
-represent and generate run as the existing subflows; the other stages are tasks over
+represent, generate and render run as the existing subflows (ingest, represent and render
+on the task runner of ``runner:`` in params); the other stages are tasks over
 :mod:`needleforge.pipeline`. Schedule: ``prefect.yaml``.
 Run once: ``python -m flows.refresh MANIFEST --db data/needleforge.duckdb [--name NAME]``
 (``-m`` from the repo root: it imports the sibling flows); serve on a cron schedule with
@@ -20,13 +21,14 @@ from prefect import flow, task
 
 from flows.generate import generate_flow
 from flows.ingest import ingest_flow
+from flows.render import render_flow
 from flows.represent import represent_flow
 from needleforge import pipeline
 from needleforge.config import load_params
 from needleforge.release import publish
+from needleforge.runners import with_runner
 
 expand_task = task(name="expand")(pipeline.expand_store)
-render_task = task(name="render")(pipeline.render_store)
 validate_task = task(name="validate")(pipeline.validate_store)
 release_task = task(name="release")(pipeline.release_store)
 publish_task = task(name="publish")(publish)
@@ -46,11 +48,12 @@ def refresh_flow(
     params = load_params(params_path)
     name = name or dt.datetime.now(dt.UTC).strftime("%Y.%m.%d-%H%M")
     work = db.parent
-    ingested = ingest_flow(manifest, db, params_path=params_path)
-    represented = represent_flow(db, params_path)
+    ingested = with_runner(ingest_flow, params.runner)(manifest, db, params_path=params_path)
+    represented = with_runner(represent_flow, params.runner)(db, params_path)
     generated = generate_flow(db, params_path)
     expanded = expand_task(db=db, params=params)
-    render_task(db=db, out=work / "render", cache_dir=None, params=params)
+    with_runner(render_flow, params.runner)(db, work / "render", None, params_path,
+                                            params.runner.workers)
     validate_task(db=db, out=work / "quality", params=params)
     prev = previous or pipeline.previous_release(releases, name=name)
     report = release_task(

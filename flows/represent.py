@@ -1,14 +1,18 @@
 """Prefect flow: the video representation (scenes, tags, objects) of every ingested video.
 
-One task per video, fanned out on threads; each task builds its own model backends (they are
-not thread-safe) and returns records; the flow process alone writes DuckDB, one video per
-transaction, so a killed run resumes by skipping videos already represented.
-Run: ``python flows/represent.py --db data/needleforge.duckdb [--params params.yaml]``.
+One task per video, fanned out on the task runner of ``runner:`` in params (threads by
+default; a Dask or Ray cluster with ``--runner``). Each worker thread or process builds its
+own model backends once (they are not thread-safe) and returns records; the flow process
+alone writes DuckDB, one video per transaction, so a killed run resumes by skipping videos
+already represented. Workers read the stored media at the paths the store records.
+Run: ``python -m flows.represent --db data/needleforge.duckdb [--params params.yaml]
+[--runner dask --workers 2 | --address tcp://host:8786]``.
 """
 
 from __future__ import annotations
 
 import argparse
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +20,7 @@ from prefect import flow, task
 from prefect.task_runners import ThreadPoolTaskRunner
 
 from needleforge.backends import default_registry
-from needleforge.config import Params, load_params
+from needleforge.config import ObjectParams, Params, RunnerParams, load_params
 from needleforge.records import Representation
 from needleforge.represent import (
     Models,
@@ -28,19 +32,30 @@ from needleforge.represent import (
     plan_represent,
     run_job,
 )
+from needleforge.runners import add_runner_arguments, runner_from_args, with_runner
 from needleforge.store import Store
 
+# Per worker thread: model backends keyed by their params (built on first use, then reused
+# by every later video the thread represents; a Dask/Ray worker process has its own).
+_local = threading.local()
 
-def _models(params: Params, step: Step) -> Models | None:
-    return None if step == "scenes" else load_models(params.objects, registry=default_registry())
+
+def _worker_models(params: ObjectParams) -> Models:
+    key = params.model_dump_json()
+    cached: dict[str, Models] = getattr(_local, "models", {})
+    if key not in cached:
+        cached[key] = load_models(params, registry=default_registry())
+        _local.models = cached
+    return cached[key]
 
 
 @task(name="represent-video")
 def represent_task(
     job: RepresentJob, params: Params, step: Step
 ) -> Representation | RepresentFailure:
+    models = None if step == "scenes" else _worker_models(params.objects)
     return run_job(job, scene_params=params.scenes, object_params=params.objects,
-                   models=_models(params, step))
+                   models=models)
 
 
 # Two workers: one per core; each task already uses cv2/litert threads inside a frame.
@@ -54,7 +69,8 @@ def represent_flow(
 ) -> dict[str, int]:
     """Represent the videos of ``db`` that are not yet current; returns counts."""
     params = load_params(params_path)
-    models = _models(params, step)
+    models = None if step == "scenes" else load_models(params.objects,
+                                                       registry=default_registry())
     wanted = config_hash(params.scenes, params.objects if models else None, models)
     with Store(db) as store:
         videos = store.videos()
@@ -77,13 +93,29 @@ def represent_flow(
             "failed": failed}
 
 
+def run_represent(
+    db: Path, params_path: Path | None = None, step: Step = "all", *,
+    runner: RunnerParams | None = None,
+) -> dict[str, int]:
+    """:func:`represent_flow` on the task runner ``runner`` describes (default: the params
+    file's ``runner:`` section).
+
+    Raises:
+        ConfigError: the runner's package is missing or its cluster address is unreachable.
+    """
+    settings = runner or load_params(params_path).runner
+    return with_runner(represent_flow, settings)(db, params_path, step)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--db", type=Path, default=Path("data/needleforge.duckdb"))
     parser.add_argument("--params", type=Path, default=None)
     parser.add_argument("--step", choices=["scenes", "objects", "all"], default="all")
+    add_runner_arguments(parser)
     args = parser.parse_args()
-    represent_flow(args.db, args.params, args.step)
+    run_represent(args.db, args.params, args.step,
+                  runner=runner_from_args(load_params(args.params).runner, args))
 
 
 if __name__ == "__main__":

@@ -31,6 +31,14 @@ class ProbeError(MediaError):
         super().__init__(message)
         self.kind = kind
 
+    def __reduce__(self) -> tuple[object, tuple[str, str]]:
+        # pickled across Dask/Ray process boundaries: ``kind`` is keyword-only
+        return (_probe_error, (str(self), self.kind))
+
+
+def _probe_error(message: str, kind: str) -> ProbeError:
+    return ProbeError(message, kind=kind)
+
 
 class SubtitleError(NeedleforgeError):
     """A subtitle sidecar (SRT/WebVTT) is malformed; the message names the file and line."""

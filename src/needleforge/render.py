@@ -84,7 +84,7 @@ class RenderReport:
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
-class _Job:
+class MontageJob:
     """A montage to render: its pieces as clip specs, and its plan hash."""
 
     montage: Montage
@@ -117,17 +117,17 @@ def render_montages(
     if repeated:
         raise MediaError(f"montage ids must be unique (one output file each); repeated: "
                          f"{repeated}")
-    jobs = [_job(m, scenes_by_id=scenes_by_id, videos_by_id=videos_by_id, params=params)
+    jobs = [montage_job(m, scenes_by_id=scenes_by_id, videos_by_id=videos_by_id, params=params)
             for m in montages]
     with writing(out_dir, what="render"):
         out_dir.mkdir(parents=True, exist_ok=True)
         # Scratch files of a killed earlier run: never let a truncated file outlive it.
         sweep_scratch(out_dir)
         sweep_scratch(cache_dir, recursive=True)
-        todo = [j for j in jobs if not _is_current(j, out_dir)]
+        todo = [j for j in jobs if not is_current(j, out_dir)]
         cache = SceneClipCache(cache_dir, profile=params)
-        owners = _first_users(todo)
-        _check_sources(owners, cache=cache, videos_by_id=videos_by_id)
+        owners = first_users(todo)
+        check_sources(owners, cache=cache, videos_by_id=videos_by_id)
         clips = _parallel(cache.ensure, list(owners), workers=params.workers)
         renders = _parallel(lambda job: _render_one(job, clips, out_dir=out_dir, params=params),
                             todo, workers=params.workers)
@@ -143,14 +143,19 @@ def render_montages(
     )
 
 
-def _job(
+def montage_job(
     montage: Montage,
     *,
     scenes_by_id: Mapping[str, Scene],
     videos_by_id: Mapping[str, Video],
     params: RenderParams,
-) -> _Job:
-    """Check a montage's segments against their scenes and turn them into clip pieces."""
+) -> MontageJob:
+    """Check a montage's segments against their scenes and turn them into clip pieces.
+
+    Raises:
+        MediaError: a segment names a scene or video that is not stored, or does not lie
+            inside its scene starting on a whole second (where the cached clip has a keyframe).
+    """
     specs: list[tuple[ClipSpec, float, float]] = []
     facts: list[list[object]] = []
     for seg in montage.segments:
@@ -180,15 +185,15 @@ def _job(
     payload = {"engine": CACHE_VERSION, "id": montage.montage_id, "plan": plan, "scenes": facts,
                "profile": params.model_dump(mode="json", exclude={"workers"})}
     plan_hash = hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
-    return _Job(montage=montage, specs=tuple(specs), plan_hash=plan_hash)
+    return MontageJob(montage=montage, specs=tuple(specs), plan_hash=plan_hash)
 
 
-def _paths(job: _Job, out_dir: Path) -> tuple[Path, Path]:
+def _paths(job: MontageJob, out_dir: Path) -> tuple[Path, Path]:
     base = out_dir / job.montage.montage_id
     return base.with_suffix(".mp4"), base.with_suffix(".json")
 
 
-def _is_current(job: _Job, out_dir: Path) -> bool:
+def is_current(job: MontageJob, out_dir: Path) -> bool:
     """True when the montage's video exists and its sidecar records the same plan hash."""
     video, sidecar = _paths(job, out_dir)
     if not (video.is_file() and sidecar.is_file()):
@@ -199,7 +204,7 @@ def _is_current(job: _Job, out_dir: Path) -> bool:
         return False  # an unreadable sidecar means "render again"
 
 
-def _first_users(jobs: Iterable[_Job]) -> dict[ClipSpec, str]:
+def first_users(jobs: Iterable[MontageJob]) -> dict[ClipSpec, str]:
     """Every clip the jobs need, in order of first use, with the montage that uses it first."""
     owners: dict[ClipSpec, str] = {}
     for job in jobs:
@@ -208,7 +213,7 @@ def _first_users(jobs: Iterable[_Job]) -> dict[ClipSpec, str]:
     return owners
 
 
-def _check_sources(
+def check_sources(
     owners: Mapping[ClipSpec, str], *, cache: SceneClipCache, videos_by_id: Mapping[str, Video]
 ) -> None:
     """Fail before encoding anything when a source that must be encoded has vanished."""
@@ -236,7 +241,7 @@ def _parallel(fn: Callable[[_T], _U], items: Sequence[_T], *, workers: int) -> d
 
 
 def _render_one(
-    job: _Job, clips: Mapping[ClipSpec, ClipResult], *, out_dir: Path, params: RenderParams
+    job: MontageJob, clips: Mapping[ClipSpec, ClipResult], *, out_dir: Path, params: RenderParams
 ) -> tuple[RenderedVideo, float]:
     """Join one montage, then write its sidecar; returns the video and the wall seconds."""
     start = time.perf_counter()
@@ -253,7 +258,7 @@ def _render_one(
 
 
 def _row(
-    job: _Job,
+    job: MontageJob,
     outcome: tuple[RenderedVideo, float],
     clips: Mapping[ClipSpec, ClipResult],
     owners: Mapping[ClipSpec, str],
@@ -269,7 +274,7 @@ def _row(
     )
 
 
-def _skipped(job: _Job, out_dir: Path) -> MontageRender:
+def _skipped(job: MontageJob, out_dir: Path) -> MontageRender:
     video, sidecar = _paths(job, out_dir)
     record = json.loads(sidecar.read_text("utf-8"))
     return MontageRender(

@@ -52,3 +52,13 @@ def test_ffmpeg_discovery_order(tmp_path: Path) -> None:
     with pytest.raises(MediaError, match="NEEDLEFORGE_FFMPEG = '/no/such/ffmpeg' is not"):
         _discover("/no/such/ffmpeg", None)
     assert _discover(None, "/nonexistent").endswith(("ffmpeg", ".exe")) or "ffmpeg" in bundled
+
+
+def test_probe_error_survives_pickling_across_worker_processes() -> None:
+    import pickle
+
+    from needleforge.errors import ProbeError
+
+    again = pickle.loads(pickle.dumps(ProbeError("clip.mp4: no video stream", kind="no_video")))
+    assert isinstance(again, ProbeError)
+    assert (str(again), again.kind) == ("clip.mp4: no video stream", "no_video")

@@ -45,6 +45,7 @@ import av
 from needleforge.config import RenderParams
 from needleforge.errors import MediaError, OutputError
 from needleforge.media.ffmpeg import ffmpeg_binary
+from needleforge.media.outputs import scratch_path
 
 #: Bump when the encoding recipe changes, so old clips are not reused under new rules.
 CACHE_VERSION = 2
@@ -334,7 +335,7 @@ class SceneClipCache:
             raise MediaError(f"{spec.source} [{spec.start_s}, {spec.end_s}): shorter than "
                              f"half a frame at {self.profile.fps} fps")
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp_video = path.with_name(f".{path.stem}.{os.getpid()}.{threading.get_ident()}.h264")
+        tmp_video = scratch_path(path, ".h264")
         tmp_audio = tmp_video.with_suffix(".m4a")
         what = f"scene clip {spec.source} [{spec.start_s:.3f}, {spec.end_s:.3f})"
         try:

@@ -3,8 +3,10 @@
 Every file a stage publishes (a montage, a sidecar, a questions file) is written under a
 hidden scratch name in the same folder and renamed into place, so a reader — or a rerun after
 a crash — sees either the old file or the complete new one, never half of one. Scratch names
-carry the writer's process id (``.<name>.<pid>[.<thread>]…``), which lets
-:func:`sweep_scratch` remove those left by a process that was killed, and only those.
+carry the writer's process id and a tag of its host (``.<name>.<pid>.<thread>.h<tag>…``),
+which lets :func:`sweep_scratch` remove those left by a process of this host that was killed,
+and only those: on a filesystem shared by several workers (Dask, Ray) another host's scratch
+file is only removed once it is a day old, since its pid means nothing here.
 
 An ``OSError`` while writing (a read-only folder, a full disk, a file-size limit) becomes an
 :class:`~needleforge.errors.OutputError` naming the path and the cause in words, instead of a
@@ -15,9 +17,12 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import hashlib
 import os
 import re
+import socket
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -26,6 +31,11 @@ from needleforge.errors import OutputError
 # ``.<name>.<pid>`` then optional ``.<thread id>`` and suffixes: the scratch names used by
 # media.render, media.cache, render.py, vnbench and this module.
 _SCRATCH_RE = re.compile(r"^\.(?P<name>.+?)\.(?P<pid>\d{1,9})(?:\.\d+)?(?:\.[A-Za-z0-9_-]+)*$")
+_HOST_RE = re.compile(r"\.h(?P<host>[0-9a-f]{8})(?:\.|$)")
+#: This host's tag in scratch names (hostnames may hold dots, which names use as separators).
+HOST_TAG = hashlib.blake2b(socket.gethostname().encode(), digest_size=4).hexdigest()
+#: Another host's scratch file older than this is taken as abandoned.
+FOREIGN_STALE_S = 86_400.0
 
 _CAUSES = {
     errno.EROFS: "the file system is read-only",
@@ -73,9 +83,10 @@ def writing(path: Path, *, what: str) -> Iterator[None]:
 
 
 def scratch_path(path: Path, suffix: str | None = None) -> Path:
-    """A hidden scratch name beside ``path``, unique to this process and thread."""
+    """A hidden scratch name beside ``path``, unique to this host, process and thread."""
     tail = path.suffix if suffix is None else suffix
-    return path.with_name(f".{path.stem}.{os.getpid()}.{threading.get_ident()}{tail}")
+    return path.with_name(
+        f".{path.stem}.{os.getpid()}.{threading.get_ident()}.h{HOST_TAG}{tail}")
 
 
 def write_bytes_atomic(path: Path, data: bytes, *, what: str = "output") -> Path:
@@ -122,13 +133,23 @@ def _alive(pid: int) -> bool:
     return True
 
 
+def _abandoned(path: Path, pid: int) -> bool:
+    host = _HOST_RE.search(path.name[path.name.index(f".{pid}") :])
+    if host is None or host["host"] == HOST_TAG:
+        return not _alive(pid)
+    try:  # another host's file: its pid cannot be checked here
+        return time.time() - path.stat().st_mtime > FOREIGN_STALE_S
+    except FileNotFoundError:
+        return False
+
+
 def sweep_scratch(folder: Path, *, recursive: bool = False) -> list[Path]:
     """Remove scratch files in ``folder`` left by processes that no longer run.
 
     A killed render leaves its hidden ``.<name>.<pid>…`` files behind; a rerun calls this
     first so that no truncated file outlives the crash. Files of running processes (this one,
-    or a concurrent writer) are kept. Returns the removed paths. A folder that does not
-    exist or cannot be listed is left alone.
+    or a concurrent writer) are kept, and so are another host's files less than a day old.
+    Returns the removed paths. A folder that does not exist or cannot be listed is left alone.
     """
     if not folder.is_dir():
         return []
@@ -136,7 +157,7 @@ def sweep_scratch(folder: Path, *, recursive: bool = False) -> list[Path]:
     candidates = folder.rglob(".*") if recursive else folder.glob(".*")
     for path in candidates:
         match = _SCRATCH_RE.match(path.name)
-        if match is None or not path.is_file() or _alive(int(match["pid"])):
+        if match is None or not path.is_file() or not _abandoned(path, int(match["pid"])):
             continue
         with contextlib.suppress(FileNotFoundError):
             path.unlink()
