@@ -87,16 +87,24 @@ def expand_store(*, db: Path, params: Params) -> ExpansionResult:
     """NeMo stage 3 into ``db``: medium/long and multi-needle montages from verified short ones.
 
     Stage 3 owns the medium/long montages and the short multi-needle ones it made: those
-    are dropped and rewritten, so a rerun on the same store writes the same rows.
+    are dropped and rewritten, so a rerun on the same store writes the same rows. With
+    ``nemo.check_negatives`` the new negatives of object montages are checked like stage 2's.
 
     Raises:
         StoreError: ``db`` is not a usable store. NemoError: inconsistent inputs.
     """
     with Store(db) as store:
-        result = expand(
-            videos=store.videos(), scenes=store.scenes(), tags=store.scene_tags(),
-            objects=store.objects(), montages=store.montages(), questions=store.questions(),
-            verifications=store.verifications(), params=params.expand, nemo=params.nemo)
+        videos = store.videos()
+        probe = build_probe(params.nemo, videos=videos, registry=default_registry())
+        try:
+            result = expand(
+                videos=videos, scenes=store.scenes(), tags=store.scene_tags(),
+                objects=store.objects(), montages=store.montages(),
+                questions=store.questions(), verifications=store.verifications(),
+                params=params.expand, nemo=params.nemo, probe=probe)
+        finally:
+            if probe is not None:
+                probe.close()
         stale = [m.montage_id for m in store.montages() if m.bucket != "short"
                  or any(s.needle_index for s in m.segments)]
         store.drop_montages(stale)

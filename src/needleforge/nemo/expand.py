@@ -43,6 +43,7 @@ from needleforge.nemo.grow import GroupSkip, Lane, Needles, PlanContext, plan_gr
 from needleforge.nemo.lanes import fill_lane, lanes_for
 from needleforge.nemo.plan import question_id_for
 from needleforge.nemo.pool import ScenePool, TermIndex
+from needleforge.nemo.probe import NegativeProbe
 from needleforge.nemo.recheck import recheck
 from needleforge.nemo.sources import Source, find_sources
 from needleforge.nemo.tables import index_tables
@@ -162,12 +163,15 @@ def expand(
     verifications: Iterable[Verification],
     params: ExpandParams,
     nemo: NemoParams,
+    probe: NegativeProbe | None = None,
 ) -> ExpansionResult:
     """Verified short questions → short multi-needle, medium and long montages and questions.
 
     ``nemo`` gives the negative rule of stage 2 (``scene_top_tags``, ``min_negative_s``),
     so expanded negatives are chosen exactly like short ones. Scenes of videos not among
-    ``videos`` are ignored, and so are questions about them. Raises:
+    ``videos`` are ignored, and so are questions about them. ``probe`` (stage 2's negative
+    check, :func:`~needleforge.nemo.probe.build_probe`) refuses any negative in which an object
+    target's label is seen, as stage 2 does for short montages. Raises:
         NemoError: a tag or object of an unknown scene, or a scene listed twice.
     """
     videos = list(videos)
@@ -179,7 +183,7 @@ def expand(
     ctx = PlanContext(pool=ScenePool(tables, videos=videos),
                       index=TermIndex(tables, watched=watched), seed=params.seed,
                       min_negative_s=nemo.min_negative_s, min_piece_s=params.min_piece_s,
-                      max_pieces=params.max_pieces)
+                      max_pieces=params.max_pieces, probe=probe)
     out = _Output()
     cells: list[CellCount] = []
     for lane in lanes_for(params):

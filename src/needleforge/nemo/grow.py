@@ -12,7 +12,8 @@ into a montage of that lane, or says why it cannot:
    the other scenes of the targets' videos, then (long only) of the other videos of the same
    program, each list in a seeded random order — skipping any scene that is a target,
    already used, shorter than ``min_negative_s``, longer than the room left, or that holds
-   an excluded term of **any** target of the group. Taking stops once the length is reached,
+   an excluded term of **any** target of the group, or (with a negative probe) in which the
+   label of any object target of the group is seen. Taking stops once the length is reached,
    the montage is in its bucket and there are enough negatives to keep target segments apart.
 3. **Order.** Negatives are shuffled, then target segments go into distinct random gaps
    (:func:`multi.interleave`: never two target segments adjacent).
@@ -34,6 +35,7 @@ from typing import Literal, TypeAlias
 
 from needleforge.nemo.multi import Span, draw_piece_count, interleave, split_span
 from needleforge.nemo.pool import ScenePool, TermIndex, lazy_shuffle
+from needleforge.nemo.probe import NegativeProbe
 from needleforge.nemo.sources import Source
 from needleforge.records import Bucket, Montage, Role, Scene, Segment, bucket_for
 
@@ -74,6 +76,8 @@ class PlanContext:
     min_negative_s: float
     min_piece_s: float
     max_pieces: int | None
+    #: Stage 2's negative check, applied to every negative an object group would take.
+    probe: NegativeProbe | None = None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -176,6 +180,8 @@ def _fill(
     claims = [s.claims for s in sources if s.claims]
     ctx.index.require_watched(excluded.union(*claims))
     used = {s.scene.scene_id for s in sources}
+    labels = sorted({s.target.target_object.tag for s in sources
+                     if s.target.target_object is not None})
     chosen: list[Scene] = []
     total_s, eligible = base_s, 0
     for scene in _candidates(sources, lane, pool=ctx.pool, rng=rng):
@@ -189,6 +195,8 @@ def _fill(
         eligible += 1
         if total_s + scene.duration_s > lane.max_s + _EPS:
             continue
+        if ctx.probe is not None and any(ctx.probe.sighting(scene, label) for label in labels):
+            continue  # an object target's label is seen here: the answer would miss it
         chosen.append(scene)
         total_s += scene.duration_s
     return chosen, total_s, eligible
