@@ -3,24 +3,24 @@
 Every model forbids unknown keys, so a typo (``sed:`` for ``seed:``) fails loudly with the key
 named instead of silently using a default. Paths are not parameters: each stage's inputs and
 outputs come from its command line, as DVC stages declare them.
-This module is a leaf: it imports only :mod:`needleforge.errors`.
+Its only imports inside the package are leaves: errors, the section base and the expand
+section (:mod:`needleforge.expand_params`).
 """
 
 from __future__ import annotations
 
 import datetime as dt
-import math
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import Field, ValidationError, model_validator
 
 from needleforge.errors import ConfigError
-
-
-class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+from needleforge.expand_params import BucketCaps as BucketCaps
+from needleforge.expand_params import CellCaps as CellCaps
+from needleforge.expand_params import ExpandParams as ExpandParams
+from needleforge.params_base import Section as _Section
 
 
 class ProgramParams(_Section):
@@ -314,65 +314,6 @@ class QualityParams(_Section):
         return self.as_of or dt.datetime.now(dt.UTC).date()
 
 
-class CellCaps(_Section):
-    """How many expanded questions one bucket x needle-count row gets, per needle type.
-
-    ``-1`` = as many as the verified short questions allow, ``0`` = none, ``N`` = at most N.
-    """
-
-    object: Annotated[int, Field(ge=-1)] = -1
-    scene: Annotated[int, Field(ge=-1)] = -1
-
-
-class BucketCaps(_Section):
-    """Caps of one montage bucket: single-needle and multi-needle rows."""
-
-    single: CellCaps = Field(default_factory=CellCaps)
-    multi: CellCaps = Field(default_factory=CellCaps)
-
-
-class ExpandParams(_Section):
-    """NeMo Stage 3 (``needleforge expand``): short → medium → long, single → multi-needle.
-
-    Medium montages draw their length uniformly from ``[medium_min_s, medium_max_s]`` (inside
-    150–900 s) and long ones from ``[long_min_s, long_max_s]`` (past 900 s); a medium montage
-    carries up to ``medium_targets`` targets of one video, a long one up to ``long_targets``
-    of one program (seed 001, App. D.3: 8.11 QA per long montage). A target lasting more than
-    ``min_multi_target_s`` may become a multi-needle question: cut on the whole-second grid
-    into pieces of at least ``min_piece_s`` (at most ``max_pieces``; None = as many as fit).
-    ``short_multi``/``medium``/``long`` cap the questions of each row and needle type.
-    """
-
-    seed: int = 0
-    medium_min_s: Annotated[float, Field(ge=150, le=900)] = 150.0
-    medium_max_s: Annotated[float, Field(ge=150, le=900)] = 900.0
-    long_min_s: Annotated[float, Field(gt=900)] = 930.0
-    long_max_s: Annotated[float, Field(gt=900)] = 1800.0
-    medium_targets: Annotated[int, Field(ge=1, le=64)] = 1
-    long_targets: Annotated[int, Field(ge=1, le=64)] = 8
-    short_multi: CellCaps = Field(default_factory=CellCaps)
-    medium: BucketCaps = Field(default_factory=BucketCaps)
-    long: BucketCaps = Field(default_factory=BucketCaps)
-    min_piece_s: Annotated[float, Field(gt=0, le=60)] = 2.0
-    min_multi_target_s: Annotated[float, Field(gt=0)] = 6.0
-    max_pieces: Annotated[int, Field(ge=2)] | None = None
-
-    @model_validator(mode="after")
-    def _ranges(self) -> ExpandParams:
-        for name in ("medium", "long"):
-            low, high = getattr(self, f"{name}_min_s"), getattr(self, f"{name}_max_s")
-            if high < low:
-                raise ValueError(f"{name}_max_s = {high} must be >= {name}_min_s = {low}")
-        # The first piece is a whole number of seconds (cuts fall on keyframes), the last
-        # takes the rest: a target must fit both, or multi-needle could never split it.
-        fit = math.ceil(self.min_piece_s - 1e-9) + self.min_piece_s
-        if self.min_multi_target_s < fit:
-            raise ValueError(f"min_multi_target_s = {self.min_multi_target_s} must be >= "
-                             f"{fit} (two pieces of min_piece_s = {self.min_piece_s}, the "
-                             f"first a whole number of seconds)")
-        return self
-
-
 #: The nine VNBench subtasks (seed 000, Table 1), named as the scorer groups them (ret/ord/cnt).
 VNBenchTask = Literal["ret_edit1", "ret_insert1", "ret_insert2", "ord_edit1", "ord_insert1",
                       "ord_insert2", "cnt_edit1", "cnt_edit2", "cnt_insert1"]
@@ -380,6 +321,7 @@ _VNBENCH_TASKS: tuple[VNBenchTask, ...] = (
     "ret_edit1", "ret_insert1", "ret_insert2", "ord_edit1", "ord_insert1", "ord_insert2",
     "cnt_edit1", "cnt_edit2", "cnt_insert1",
 )
+
 _FFMPEG_COLOUR = r"^(#|0x)?[A-Za-z0-9]{1,32}(@(0(\.[0-9]+)?|1(\.0+)?))?$"
 
 
