@@ -21,7 +21,8 @@ Stage 2 runs twice on the same tables: without and with the negative check
 and what it costs: the figures of both runs, the probe's seconds and detector calls, the
 negatives it passed over (and how many of those truly show the label, by the ground truth),
 and the object questions it changed (same target, another montage) or lost (target skipped).
-Run: ``python benchmarks/validity.py --out /tmp/nf-validity [--videos 4]``.
+Run: ``python benchmarks/validity.py --out /tmp/nf-validity [--videos 8] [--seed 1]
+[--set check_every_s=1 ...]``.
 """
 
 from __future__ import annotations
@@ -123,8 +124,14 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0, help="studio seed")
     parser.add_argument("--params", type=Path, default=Path("params.yaml"))
     parser.add_argument("--misses", action="store_true", help="list every miss")
+    parser.add_argument("--set", action="append", default=[], metavar="NEMO_KEY=VALUE",
+                        help="override a nemo param, e.g. --set check_every_s=1 (repeatable)")
     args = parser.parse_args()
     params = load_params(args.params if args.params.is_file() else None)
+    params = params.model_copy(update={"nemo": _override(params.nemo, args.set)})
+    nemo = params.nemo
+    print(f"negative check: every {nemo.check_every_s:g} s, input x{nemo.check_input_scale:g}, "
+          f"min score {nemo.check_min_score:g}")
     started = time.perf_counter()
     _, truth, videos = build(args, params)
     models = load_models(params.objects, registry=default_registry())
@@ -149,6 +156,17 @@ def main() -> None:
     compare(runs[False], runs[True], truth_of=truth_of,
             scenes={s.scene_id: s for s in tables.scenes})
     print("goal: Recall@1x at tIoU 0.7 >= 0.95 (seed 001: automatic 0.8665, manual 0.9583)")
+
+
+def _override(nemo: NemoParams, pairs: Sequence[str]) -> NemoParams:
+    """``nemo`` with ``key=value`` overrides, validated like the params file."""
+    data = nemo.model_dump()
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or key not in data:
+            raise SystemExit(f"--set {pair!r}: expected NEMO_KEY=VALUE with a nemo param key")
+        data[key] = value
+    return NemoParams.model_validate(data)
 
 
 class Tables:

@@ -1,69 +1,87 @@
 """Prefect flow: NeMo stage 2 (questions, negatives, short montages, self-verification).
 
-Generation reads the whole store and is deterministic, so it runs as one task; model-backed
-writers retry inside their HTTP client. The flow process alone writes DuckDB.
-Run: ``python flows/generate.py --db data/needleforge.duckdb [--params params.yaml]``.
+Two steps. First the negative check's scans (``nemo.check_negatives``, most of the stage's
+cost): one task per video holding an object target, fanned out on the task runner of
+``runner:`` in params (threads by default; Dask or Ray with ``--runner``); each worker builds
+its own detector and returns scans, and the flow process stores each video's scans as it
+arrives, so a killed run resumes with the videos not yet scanned. Then generation itself,
+which reads the whole store and is deterministic: one task in the flow process
+(:func:`needleforge.pipeline.generate_store`, the same code as ``needleforge nemo``), which
+reuses the stored scans.
+Run: ``python -m flows.generate --db data/needleforge.duckdb [--params params.yaml]
+[--runner dask --workers 2 | --address tcp://host:8786]``.
 """
 
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import Any
 
 from prefect import flow, task
+from prefect.task_runners import ThreadPoolTaskRunner
 
 from needleforge.backends import default_registry
-from needleforge.config import NemoParams, load_params
-from needleforge.nemo import (
-    GenerationResult,
-    VideoKeyframes,
-    build_backends,
-    build_probe,
-    generate,
-)
-from needleforge.store import Store
+from needleforge.config import NemoParams, Params, RunnerParams, load_params
+from needleforge.nemo import scan_scenes
+from needleforge.pipeline import GenerateOutcome, ScanJob, generate_store, record_scans, scan_jobs
+from needleforge.records import SceneScan
+from needleforge.runners import add_runner_arguments, runner_from_args, with_runner
+
+
+@task(name="negative-scan")
+def scan_task(job: ScanJob, params: NemoParams) -> list[SceneScan]:
+    return scan_scenes(params, video=job.video, scenes=job.scenes, registry=default_registry())
 
 
 @task(name="nemo-generate")
-def generate_task(db: Path, params: NemoParams) -> GenerationResult:
-    registry = default_registry()
-    describer, verifier = build_backends(params, registry=registry)
-    with Store(db, read_only=True) as store:
-        videos = store.videos()
-        scenes, tags, objects = store.scenes(), store.scene_tags(), store.objects()
-    # the negative check (nemo.check_negatives): object targets' negatives searched for the label
-    probe = build_probe(params, videos=videos, registry=registry)
-    try:
-        with VideoKeyframes({v.video_id: v for v in videos}) as keyframes:
-            return generate(videos=videos, scenes=scenes, tags=tags, objects=objects,
-                            params=params, describer=describer, verifier=verifier,
-                            keyframes=keyframes, probe=probe)
-    finally:
-        if probe is not None:
-            probe.close()
+def generate_task(db: Path, params: Params) -> GenerateOutcome:
+    return generate_store(db=db, params=params)
 
 
-@flow(name="generate", log_prints=True)
+# Two workers: one per core (each detector call already uses two cv2 threads).
+# (Prefect's stubs declare the decorator's runner invariantly, hence the ignore.)
+_RUNNER: ThreadPoolTaskRunner[Any] = ThreadPoolTaskRunner(max_workers=2)
+
+
+@flow(name="generate", log_prints=True, task_runner=_RUNNER)  # type: ignore[arg-type]
 def generate_flow(db: Path, params_path: Path | None = None) -> dict[str, int]:
-    """Generate short NeMo montages and questions into ``db``; returns counts."""
-    params = load_params(params_path).nemo
-    result = generate_task(db, params)
-    with Store(db) as store:
-        store.record_generation(result.montages, result.questions, result.verifications,
-                                replace_buckets=["short"])
+    """Scan negatives per video, then generate short NeMo montages and questions into
+    ``db``; returns counts."""
+    params = load_params(params_path)
+    jobs = scan_jobs(db=db, params=params)
+    futures = [scan_task.submit(job, params.nemo) for job in jobs]
+    scanned = sum(record_scans(db=db, scans=future.result()) for future in futures)
+    print(f"negative check: {scanned} scene(s) scanned in {len(jobs)} video task(s)")
+    result = generate_task(db, params).result
     counts = {"montages": len(result.montages), "questions": len(result.questions),
               "passed": len(result.releasable()), "skipped": len(result.skipped),
-              "negatives_passed_over": len(result.rejected_negatives)}
+              "negatives_passed_over": len(result.rejected_negatives),
+              "scenes_scanned": scanned}
     print(f"generated {counts}")
     return counts
+
+
+def run_generate(db: Path, params_path: Path | None = None, *,
+                 runner: RunnerParams | None = None) -> dict[str, int]:
+    """:func:`generate_flow` on the task runner ``runner`` describes (default: the params
+    file's ``runner:`` section).
+
+    Raises:
+        ConfigError: the runner's package is missing or its cluster address is unreachable.
+    """
+    settings = runner or load_params(params_path).runner
+    return with_runner(generate_flow, settings)(db, params_path)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--db", type=Path, default=Path("data/needleforge.duckdb"))
     parser.add_argument("--params", type=Path, default=None)
+    add_runner_arguments(parser)
     args = parser.parse_args()
-    generate_flow(args.db, args.params)
+    run_generate(args.db, args.params, runner=runner_from_args(load_params(args.params).runner,
+                                                               args))
 
 
 if __name__ == "__main__":

@@ -8,9 +8,12 @@ in length, and reruns that change nothing.
 
 from __future__ import annotations
 
+import re
+import shutil
 from pathlib import Path
 
 import av
+import duckdb
 import pytest
 import yaml
 from typer.testing import CliRunner
@@ -63,10 +66,17 @@ def test_nemo_and_render_from_the_cli(corpus_db: tuple[Path, Path], tmp_path: Pa
         if q.needle_type == "object":
             assert any(label in q.text for label in studio_labels), q.text
 
+    with Store(db, read_only=True) as store:
+        scans = store.negative_scans()
+    assert scans, "object targets' negatives are scanned and the scans stored"
+
     again = runner.invoke(app, ["nemo", "--db", str(db), "--params", str(params)])
     assert again.exit_code == 0
+    assert f"0 scene(s) scanned (0 frame(s) in 0 s), {len(scans)} stored scan(s) reused" in (
+        " ".join(again.output.split()))
     with Store(db, read_only=True) as store:
         assert store.query("SELECT * FROM montage_segments ORDER BY ALL") == before
+        assert store.negative_scans() == scans
 
     out = tmp_path / "render"
     rendered = runner.invoke(app, ["render", "--db", str(db), "--out", str(out),
@@ -84,11 +94,27 @@ def test_nemo_and_render_from_the_cli(corpus_db: tuple[Path, Path], tmp_path: Pa
 
 @pytest.mark.slow
 @pytest.mark.usefixtures("prefect_harness")
-def test_generate_flow(corpus_db: tuple[Path, Path]) -> None:
-    db, params = corpus_db
+def test_generate_flow(corpus_db: tuple[Path, Path], tmp_path: Path) -> None:
+    """The flow scans negatives ahead, per video, then plans: the same plans as the CLI's
+    lazy checks, and nothing is scanned twice."""
+    source, params = corpus_db
+    db = tmp_path / "flow.duckdb"
+    shutil.copy(source, db)
+    con = duckdb.connect(str(db))
+    con.execute("DELETE FROM negative_sightings")
+    con.execute("DELETE FROM negative_scans")
+    con.close()
     counts = generate_flow(db, params)
     assert counts["montages"] == counts["questions"] > 0
     assert counts["passed"] <= counts["questions"]
+    with Store(db, read_only=True) as store:
+        assert counts["scenes_scanned"] == len(store.negative_scans()) > 0
+        flow_rows = store.query("SELECT * FROM montage_segments ORDER BY ALL")
+    assert generate_flow(db, params)["scenes_scanned"] == 0
+    result = runner.invoke(app, ["nemo", "--db", str(source), "--params", str(params)])
+    assert result.exit_code == 0, result.output
+    with Store(source, read_only=True) as store:
+        assert store.query("SELECT * FROM montage_segments ORDER BY ALL") == flow_rows
 
 
 @pytest.mark.slow
@@ -102,6 +128,8 @@ def test_expand_from_the_cli(corpus_db: tuple[Path, Path]) -> None:
     with Store(db, read_only=True) as store:
         montages = store.montages()
         before = store.query("SELECT * FROM montage_segments ORDER BY ALL")
+    reused = re.search(r"(\d+) stored scan\(s\) reused", " ".join(result.output.split()))
+    assert reused and int(reused.group(1)) > 0, result.output  # stage 2's scans, not again
     multi = [m for m in montages if len(m.target_spans()) > 1]
     assert multi, "expected multi-needle montages from targets longer than 6 s"
     for montage in multi:

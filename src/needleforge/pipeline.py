@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from needleforge.backends import default_registry
+from needleforge.backends.registry import Registry
 from needleforge.config import Params
 from needleforge.nemo import (
     ExpansionResult,
@@ -21,8 +22,10 @@ from needleforge.nemo import (
     build_probe,
     expand,
     generate,
+    index_tables,
+    select_targets,
 )
-from needleforge.nemo.probe import ProbeCost
+from needleforge.nemo.probe import ProbeCost, TiledProbe
 from needleforge.quality import (
     GateResult,
     QualityError,
@@ -31,6 +34,7 @@ from needleforge.quality import (
     run_gate,
 )
 from needleforge.quality import validate as run_validate
+from needleforge.records import Scene, SceneScan, Video
 from needleforge.release import ReleaseReport, build_release
 from needleforge.render import RenderReport, render_montages
 from needleforge.represent import (
@@ -58,7 +62,9 @@ def generate_store(*, db: Path, params: Params) -> GenerateOutcome:
 
     The short single-needle montages are replaced as a whole (one transaction), so a rerun
     writes the same rows. With ``nemo.check_negatives`` each negative candidate of an object
-    target is searched for the target's label first (upscaled detection on denser frames).
+    target is searched for the target's label first (upscaled detection on denser frames);
+    scans the store already holds for that check are reused and new ones are stored, even
+    when generation fails.
 
     Raises:
         StoreError: ``db`` is not a usable store. BackendError: an unknown backend name.
@@ -68,7 +74,7 @@ def generate_store(*, db: Path, params: Params) -> GenerateOutcome:
     describer, verifier = build_backends(params.nemo, registry=registry)
     with Store(db) as store:
         videos = store.videos()
-        probe = build_probe(params.nemo, videos=videos, registry=registry)
+        probe = _stored_probe(store, params, registry)
         try:
             with VideoKeyframes({v.video_id: v for v in videos}) as keyframes:
                 result = generate(videos=videos, scenes=store.scenes(),
@@ -76,8 +82,7 @@ def generate_store(*, db: Path, params: Params) -> GenerateOutcome:
                                   params=params.nemo, describer=describer, verifier=verifier,
                                   keyframes=keyframes, probe=probe)
         finally:
-            if probe is not None:
-                probe.close()
+            _keep_scans(store, probe)
         store.record_generation(result.montages, result.questions, result.verifications,
                                 replace_buckets=["short"])
     return GenerateOutcome(result, probe.cost if probe is not None else None)
@@ -88,28 +93,98 @@ def expand_store(*, db: Path, params: Params) -> ExpansionResult:
 
     Stage 3 owns the medium/long montages and the short multi-needle ones it made: those
     are dropped and rewritten, so a rerun on the same store writes the same rows. With
-    ``nemo.check_negatives`` the new negatives of object montages are checked like stage 2's.
+    ``nemo.check_negatives`` the new negatives of object montages are checked like stage 2's,
+    reusing the scans stage 2 stored.
 
     Raises:
         StoreError: ``db`` is not a usable store. NemoError: inconsistent inputs.
     """
     with Store(db) as store:
-        videos = store.videos()
-        probe = build_probe(params.nemo, videos=videos, registry=default_registry())
+        probe = _stored_probe(store, params, default_registry())
         try:
             result = expand(
-                videos=videos, scenes=store.scenes(), tags=store.scene_tags(),
+                videos=store.videos(), scenes=store.scenes(), tags=store.scene_tags(),
                 objects=store.objects(), montages=store.montages(),
                 questions=store.questions(), verifications=store.verifications(),
                 params=params.expand, nemo=params.nemo, probe=probe)
         finally:
-            if probe is not None:
-                probe.close()
+            _keep_scans(store, probe)
+        if probe is not None:
+            result = dataclasses.replace(result, probe_cost=probe.cost)
         stale = [m.montage_id for m in store.montages() if m.bucket != "short"
                  or any(s.needle_index for s in m.segments)]
         store.drop_montages(stale)
         store.record_generation(result.montages, result.questions, result.verifications)
     return result
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ScanJob:
+    """Scenes of one video for the negative check to scan ahead of stage 2 (one task)."""
+
+    video: Video
+    scenes: tuple[Scene, ...]
+
+
+def scan_jobs(*, db: Path, params: Params) -> list[ScanJob]:
+    """What the negative check would look at in stage 2 and has not stored yet: every scene
+    (at least ``nemo.min_negative_s`` long) of each video holding an object target, less the
+    scenes already scanned by the same probe configuration. [] when the check is off.
+
+    Scanning these ahead, one task per video on a runner, spreads the check's cost (most of
+    stage 2's) over workers; stage 2 then reuses the stored scans. Expand may still scan
+    scenes of other videos itself.
+
+    Raises:
+        StoreError: ``db`` is not a usable store. BackendError: an unknown detector.
+    """
+    with Store(db, read_only=True) as store:
+        probe = build_probe(params.nemo, videos=[], registry=default_registry())
+        if probe is None:
+            return []
+        probe.close()
+        done = {s.scene_id for s in store.negative_scans(probe.key)}
+        videos = {v.video_id: v for v in store.videos()}
+        scenes = store.scenes()
+        tables = index_tables(scenes, tags=store.scene_tags(), objects=store.objects(),
+                              video_ids=list(videos))
+    wanted = {t.video_id for t in select_targets(tables, params=params.nemo)
+              if t.target_object is not None}
+    jobs: dict[str, list[Scene]] = {}
+    for scene in scenes:
+        if (scene.video_id in wanted and scene.scene_id not in done
+                and scene.duration_s + 1e-6 >= params.nemo.min_negative_s):
+            jobs.setdefault(scene.video_id, []).append(scene)
+    return [ScanJob(videos[vid], tuple(found)) for vid, found in sorted(jobs.items())]
+
+
+def record_scans(*, db: Path, scans: Sequence[SceneScan]) -> int:
+    """Store scans made by :func:`~needleforge.nemo.probe.scan_scenes` (one transaction).
+
+    Raises:
+        StoreError: ``db`` is not a usable store, or a scan names an unknown scene.
+    """
+    with Store(db) as store:
+        return store.record_negative_scans(scans)
+
+
+def _stored_probe(store: Store, params: Params, registry: Registry) -> TiledProbe | None:
+    """The negative check ``params`` ask for (None when off), with the scans ``store``
+    already holds for its configuration preloaded."""
+    probe = build_probe(params.nemo, videos=store.videos(), registry=registry)
+    if probe is not None:
+        probe.preload(store.negative_scans(probe.key))
+    return probe
+
+
+def _keep_scans(store: Store, probe: TiledProbe | None) -> None:
+    """Store the scans ``probe`` made and close it; runs even when the stage fails, since
+    the scans are facts about the scenes and cost the most of the stage."""
+    if probe is not None:
+        try:
+            store.record_negative_scans(probe.new_scans())
+        finally:
+            probe.close()
 
 
 def render_store(*, db: Path, out: Path, cache_dir: Path | None, params: Params) -> RenderReport:

@@ -149,6 +149,34 @@ def test_probe_sees_the_small_cat_and_looks_once_per_scene(
     assert probe.cost.scenes == 2 and probe.cost.frames == 2 and probe.cost.detector_calls == 2
 
 
+def test_probe_scans_are_handed_out_once_and_preloaded_by_key(
+    small_cat: RGBImage, gravel: RGBImage, upscaled: EmbeddedDetector
+) -> None:
+    scenes = corpus().scenes
+    first = TiledProbe(upscaled, _Frames({3: small_cat, 4: gravel}), cols=1, rows=1,
+                       overlap=0.0, min_score=0.3)
+    assert first.sighting(scenes[3], "cat") is not None
+    assert first.sighting(scenes[4], "cat") is None
+    scans = first.new_scans()
+    assert [s.scene_id for s in scans] == [scenes[3].scene_id, scenes[4].scene_id]
+    assert "cat" in {g.label for g in scans[0].sightings} and scans[1].sightings == ()
+    assert all(s.probe_key == first.key and s.n_frames == 1 for s in scans)
+    assert first.new_scans() == []  # handed out once
+
+    frames = _Frames({})
+    again = TiledProbe(upscaled, frames, cols=1, rows=1, overlap=0.0, min_score=0.3)
+    assert again.key == first.key and again.preload(scans) == 2
+    assert again.sighting(scenes[3], "cat") == first.sighting(scenes[3], "cat")
+    assert again.sighting(scenes[4], "cat") is None
+    assert frames.calls == 0 and again.cost.reused == 2 and again.new_scans() == []
+
+    lower = TiledProbe(upscaled, _Frames({}), cols=1, rows=1, overlap=0.0, min_score=0.2)
+    tiled = TiledProbe(upscaled, _Frames({}), cols=2, rows=2, overlap=0.2, min_score=0.3)
+    assert len({first.key, lower.key, tiled.key}) == 3  # another look, another key
+    assert lower.preload(scans) == 0  # scans of another configuration are not used
+    assert "input-scale-1.5" in first.key and "frames[custom]" in first.key
+
+
 def test_probe_refuses_a_bad_threshold(upscaled: EmbeddedDetector) -> None:
     with pytest.raises(ValueError, match=r"min_score = 1\.5"):
         TiledProbe(upscaled, _Frames({}), cols=1, rows=1, overlap=0.0, min_score=1.5)

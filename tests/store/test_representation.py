@@ -5,7 +5,6 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-import duckdb
 import pytest
 
 from needleforge.errors import StoreError
@@ -21,8 +20,7 @@ from needleforge.records import (
     scene_id_for,
 )
 from needleforge.store import SCHEMA_VERSION, Store
-from needleforge.store.schema import MIGRATIONS
-from tests.store.test_store import make_video
+from tests.store.test_store import make_video, store_at_version
 
 
 def make_representation(
@@ -81,13 +79,7 @@ def test_representation_checks_scene_links() -> None:
 
 def test_version_1_store_is_migrated(tmp_path: Path) -> None:
     db = tmp_path / "old.duckdb"
-    con = duckdb.connect(str(db))
-    con.execute("CREATE TABLE schema_version (version INTEGER PRIMARY KEY, "
-                "applied_at TIMESTAMP NOT NULL)")
-    for statement in MIGRATIONS[0]:
-        con.execute(statement)
-    con.execute("INSERT INTO schema_version VALUES (1, now())")
-    con.close()
+    store_at_version(db, 1)
     with pytest.raises(StoreError, match="needs migrating"):
         Store(db, read_only=True)
     with Store(db) as store:
@@ -97,14 +89,7 @@ def test_version_1_store_is_migrated(tmp_path: Path) -> None:
 
 def test_version_3_store_without_target_ids_is_migrated(tmp_path: Path) -> None:
     db = tmp_path / "v3.duckdb"
-    con = duckdb.connect(str(db))
-    con.execute("CREATE TABLE schema_version (version INTEGER PRIMARY KEY, "
-                "applied_at TIMESTAMP NOT NULL)")
-    for version in range(3):
-        for statement in MIGRATIONS[version]:
-            con.execute(statement.replace("target_id       VARCHAR,", ""))
-    con.execute("INSERT INTO schema_version VALUES (3, now())")
-    con.close()
+    store_at_version(db, 3, edit=lambda sql: sql.replace("target_id       VARCHAR,", ""))
     with Store(db) as store:
         assert store.schema_version == SCHEMA_VERSION
         columns = [r[0] for r in store.query(

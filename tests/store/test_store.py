@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+from collections.abc import Callable
 from pathlib import Path
 
 import duckdb
@@ -12,6 +13,20 @@ import pytest
 from needleforge.errors import StoreError
 from needleforge.records import Authorization, IngestRejection, MediaInfo, Video, video_id_for
 from needleforge.store import SCHEMA_VERSION, Store
+from needleforge.store.schema import MIGRATIONS
+
+
+def store_at_version(db: Path, version: int, *, edit: Callable[[str], str] = str) -> None:
+    """Write an empty store as needleforge left it at schema ``version`` (each migration
+    statement passed through ``edit`` first, e.g. to drop a column a later one adds)."""
+    con = duckdb.connect(str(db))
+    con.execute("CREATE TABLE schema_version (version INTEGER PRIMARY KEY, "
+                "applied_at TIMESTAMP NOT NULL)")
+    for step in range(version):
+        for statement in MIGRATIONS[step]:
+            con.execute(edit(statement))
+    con.execute("INSERT INTO schema_version VALUES (?, now())", [version])
+    con.close()
 
 
 def make_video(sha_digit: str = "a", **auth: object) -> Video:

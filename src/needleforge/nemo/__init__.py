@@ -34,10 +34,17 @@ from needleforge.nemo.generate import (
 )
 from needleforge.nemo.negatives import excluded_terms, select_negatives
 from needleforge.nemo.plan import PlanSkip, montage_id_for, plan_short_montage, question_id_for
-from needleforge.nemo.probe import NegativeProbe, ProbeCost, Sighting, TiledProbe, build_probe
+from needleforge.nemo.probe import (
+    NegativeProbe,
+    ProbeCost,
+    TiledProbe,
+    build_probe,
+    scan_scenes,
+)
 from needleforge.nemo.stats import Table2, benchmark_table
 from needleforge.nemo.tables import SceneTables, index_tables
 from needleforge.nemo.targets import Target, is_prominent, object_span, select_targets
+from needleforge.records import SceneScan, Sighting
 
 __all__ = [
     "CellCount",
@@ -48,6 +55,7 @@ __all__ = [
     "PlanSkip",
     "ProbeCost",
     "RejectedNegative",
+    "SceneScan",
     "SceneTables",
     "Shortfall",
     "Sighting",
@@ -68,6 +76,7 @@ __all__ = [
     "object_span",
     "plan_short_montage",
     "question_id_for",
+    "scan_scenes",
     "scene_times",
     "select_negatives",
     "select_targets",

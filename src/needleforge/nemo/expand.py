@@ -43,7 +43,7 @@ from needleforge.nemo.grow import GroupSkip, Lane, Needles, PlanContext, plan_gr
 from needleforge.nemo.lanes import fill_lane, lanes_for
 from needleforge.nemo.plan import question_id_for
 from needleforge.nemo.pool import ScenePool, TermIndex
-from needleforge.nemo.probe import NegativeProbe
+from needleforge.nemo.probe import NegativeProbe, ProbeCost
 from needleforge.nemo.recheck import recheck
 from needleforge.nemo.sources import Source, find_sources
 from needleforge.nemo.tables import index_tables
@@ -98,6 +98,7 @@ class ExpansionResult:
     verifications: tuple[Verification, ...]
     shortfalls: tuple[Shortfall, ...]
     cells: tuple[CellCount, ...] = ()
+    probe_cost: ProbeCost | None = None  #: what the negative check spent (set by the pipeline)
 
     def releasable(self) -> tuple[Question, ...]:
         """The questions whose verdict passed."""

@@ -119,6 +119,12 @@ class VideoKeyframes:
             self._cache.popitem(last=False)
         return frames
 
+    @property
+    def spec(self) -> str:
+        """How scenes are sampled, in words (part of the negative probe's key)."""
+        spacing = f"every {self.every_s:g} s, " if self.every_s is not None else ""
+        return f"{spacing}at least {self.per_scene} per scene, side {self.max_side}"
+
     def close(self) -> None:
         """Close every open video (the cache stays usable)."""
         while self._open:

@@ -42,7 +42,7 @@ from needleforge.config import NemoParams
 from needleforge.errors import NemoError
 from needleforge.nemo.negatives import select_negatives
 from needleforge.nemo.plan import PlanSkip, plan_short_montage, question_id_for
-from needleforge.nemo.probe import NegativeProbe, Sighting
+from needleforge.nemo.probe import NegativeProbe
 from needleforge.nemo.tables import SceneTables, index_tables
 from needleforge.nemo.targets import Target, select_targets
 from needleforge.records import (
@@ -52,6 +52,7 @@ from needleforge.records import (
     Question,
     Scene,
     SceneTag,
+    Sighting,
     Verification,
     Video,
 )

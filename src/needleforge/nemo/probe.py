@@ -17,13 +17,21 @@ only costs one negative. Detections of every label are computed once per scene a
 so a scene serving as a negative of many montages is looked at once; the cost is paid only
 for scenes that object montages would actually take. :func:`build_probe` builds it from the
 ``nemo`` params (``check_*``).
+
+**Scans are kept.** What the probe saw in a scene (frames looked at, best sighting per label)
+is a :class:`SceneScan` under the probe's :attr:`~TiledProbe.key` (detector, version, input
+scale, frame spacing, grid, threshold). The pipeline stores scans in the ``negative_scans`` /
+``negative_sightings`` tables and preloads them (:meth:`TiledProbe.preload`), so stage 3
+(expand), a rerun with another seed, or a resumed flow never looks at a scene twice, and the
+store shows why each negative was refused. :func:`scan_scenes` scans a video's scenes ahead
+of planning, one task per video (the generate flow fans it out on its runner).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from types import TracebackType
 from typing import Protocol, runtime_checkable
 
@@ -33,27 +41,11 @@ from needleforge.backends.writing import Keyframe
 from needleforge.config import NemoParams
 from needleforge.nemo.frames import VideoKeyframes
 from needleforge.nemo.tiles import detect_tiled, tile_grid
-from needleforge.records import Box, Scene, Video
+from needleforge.records import Scene, SceneScan, Sighting, Video
 from needleforge.records.phrases import holds, normalize
 
 #: Frames decoded for a scene; same shape as generate's keyframe source.
 FrameSource = Callable[[Scene], Sequence[Keyframe]]
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class Sighting:
-    """The best detection of ``label`` (normalized) the probe made in scene ``scene_id``."""
-
-    scene_id: str
-    label: str
-    score: float
-    t_s: float
-    box: Box
-
-    def describe(self) -> str:
-        """One line for logs and skip reasons: what, where, how sure."""
-        return (f"{self.label} at {self.t_s:.1f} s (score {self.score:.2f}, box "
-                f"{self.box.w * 100:.0f}x{self.box.h * 100:.0f} % of the frame)")
 
 
 @runtime_checkable
@@ -73,6 +65,7 @@ class ProbeCost:
     frames: int = 0
     detector_calls: int = 0
     seconds: float = 0.0
+    reused: int = 0  #: scans taken from the store (preloaded) rather than looked at again
 
 
 class TiledProbe:
@@ -83,20 +76,46 @@ class TiledProbe:
         frames: decodes a scene's frames (e.g. :class:`VideoKeyframes` with ``every_s``).
         cols, rows, overlap: the tile grid (:func:`~needleforge.nemo.tiles.tile_grid`).
         min_score: a detection of the label at or above this score is a sighting.
+        frames_spec: how ``frames`` samples, for :attr:`key`; by default a
+            :class:`VideoKeyframes`' own :attr:`~VideoKeyframes.spec`, else ``"custom"``.
 
     Raises:
         ValueError: a bad grid or ``min_score`` outside [0, 1].
     """
 
     def __init__(self, detector: Detector, frames: FrameSource, *, cols: int, rows: int,
-                 overlap: float, min_score: float) -> None:
+                 overlap: float, min_score: float, frames_spec: str | None = None) -> None:
         tile_grid(64, 64, cols=cols, rows=rows, overlap=overlap)  # validates the grid
         if not 0.0 <= min_score <= 1.0:
             raise ValueError(f"min_score = {min_score!r} must be in [0, 1]")
         self._detector, self._frames = detector, frames
         self.cols, self.rows, self.overlap, self.min_score = cols, rows, overlap, min_score
-        self._seen: dict[str, dict[str, Sighting]] = {}
+        if frames_spec is None:
+            frames_spec = frames.spec if isinstance(frames, VideoKeyframes) else "custom"
+        #: Names everything that shapes a scan: scans stored under another key are not used.
+        self.key = (f"{detector.name}@{detector.version} frames[{frames_spec}] "
+                    f"grid {cols}x{rows}/{overlap:g} min {min_score:g}")
+        self._scans: dict[str, SceneScan] = {}
+        self._new: list[str] = []
         self.cost = ProbeCost()
+
+    def preload(self, scans: Iterable[SceneScan]) -> int:
+        """Take earlier scans of this probe (same :attr:`key`; others are ignored) so their
+        scenes are not looked at again; returns how many were taken."""
+        taken = 0
+        for scan in scans:
+            if scan.probe_key == self.key and scan.scene_id not in self._scans:
+                self._scans[scan.scene_id] = scan
+                taken += 1
+        self.cost.reused += taken
+        return taken
+
+    def new_scans(self) -> list[SceneScan]:
+        """Scans looked at since the last call (not preloaded ones), in the order made; the
+        caller stores them."""
+        out = [self._scans[scene_id] for scene_id in self._new]
+        self._new.clear()
+        return out
 
     def sighting(self, scene: Scene, label: str) -> Sighting | None:
         """The best sighting of ``label`` (or of a label that holds it: ``tabby cat`` holds
@@ -107,11 +126,17 @@ class TiledProbe:
             BackendError: the detector fails on a frame.
         """
         wanted = normalize(label)
-        found = [s for name, s in self._labels_in(scene).items() if holds((name,), wanted)]
+        found = [s for s in self.scan(scene).sightings if holds((s.label,), wanted)]
         return max(found, key=lambda s: s.score, default=None)
 
-    def _labels_in(self, scene: Scene) -> Mapping[str, Sighting]:
-        cached = self._seen.get(scene.scene_id)
+    def scan(self, scene: Scene) -> SceneScan:
+        """Everything the probe sees in ``scene`` (looked at once, then kept).
+
+        Raises:
+            MediaError: the scene's video cannot be decoded (raised by the frame source).
+            BackendError: the detector fails on a frame.
+        """
+        cached = self._scans.get(scene.scene_id)
         if cached is not None:
             return cached
         started = time.perf_counter()
@@ -124,12 +149,15 @@ class TiledProbe:
                 if det.score >= self.min_score and (name not in best
                                                     or det.score > best[name].score):
                     best[name] = Sighting(scene.scene_id, name, det.score, det.t_s, det.box)
+        sightings = tuple(best[name] for name in sorted(best))
         self.cost.scenes += 1
         self.cost.frames += len(frames)
         self.cost.detector_calls += len(frames) * self.cols * self.rows
         self.cost.seconds += time.perf_counter() - started
-        self._seen[scene.scene_id] = best
-        return best
+        scan = SceneScan(scene.scene_id, self.key, len(frames), sightings)
+        self._scans[scene.scene_id] = scan
+        self._new.append(scene.scene_id)
+        return scan
 
     def close(self) -> None:
         """Close the frame source when it holds files open (a :class:`VideoKeyframes`)."""
@@ -170,3 +198,30 @@ def build_probe(
                             max_cached=1)
     return TiledProbe(detector, frames, cols=params.check_cols, rows=params.check_rows,
                       overlap=params.check_overlap, min_score=params.check_min_score)
+
+
+def scan_scenes(
+    params: NemoParams, *, video: Video, scenes: Sequence[Scene], registry: Registry,
+    known: Iterable[SceneScan] = (),
+) -> list[SceneScan]:
+    """Scan ``scenes`` (all of ``video``) with the probe ``params`` ask for, ahead of
+    planning; scenes in ``known`` (earlier scans of the same probe) are skipped. One call is
+    one unit of work for a runner: it opens one video and builds its own detector.
+
+    Returns the new scans ([] when ``check_negatives`` is off).
+
+    Raises:
+        ValueError: a scene of another video. MediaError, BackendError: as :meth:`TiledProbe.scan`.
+    """
+    strays = sorted({s.scene_id for s in scenes if s.video_id != video.video_id})
+    if strays:
+        raise ValueError(f"scan_scenes for video {video.video_id} got scenes of other videos: "
+                         f"{strays[:5]}")
+    probe = build_probe(params, videos=[video], registry=registry)
+    if probe is None:
+        return []
+    with probe:
+        probe.preload(known)
+        for scene in scenes:
+            probe.scan(scene)
+        return probe.new_scans()

@@ -6,6 +6,7 @@ import dataclasses
 from typing import Literal, TypeAlias
 
 from needleforge.records.base import _check, _finite_nonneg, _Record
+from needleforge.records.representation import Box
 
 #: Montage length buckets of NeMo (seed 001, Sec. 3.1): short < 150 s ≤ medium ≤ 900 s < long.
 Bucket: TypeAlias = Literal["short", "medium", "long"]
@@ -144,3 +145,47 @@ class Verification(_Record):
     def __post_init__(self) -> None:
         _check(bool(self.reason.strip()),
                f"verification of {self.question_id}: a verdict needs a reason")
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Sighting:
+    """The best detection of ``label`` (normalized) the negative check made in scene
+    ``scene_id`` (:mod:`needleforge.nemo.probe`)."""
+
+    scene_id: str
+    label: str
+    score: float
+    t_s: float
+    box: Box
+
+    def __post_init__(self) -> None:
+        _check(bool(self.label.strip()), f"sighting in {self.scene_id}: empty label")
+        _check(0.0 <= self.score <= 1.0,
+               f"sighting of {self.label!r} in {self.scene_id}: score = {self.score!r} "
+               "must be in [0, 1]")
+        _finite_nonneg(f"sighting of {self.label!r} in {self.scene_id}: t_s", self.t_s)
+
+    def describe(self) -> str:
+        """One line for logs and skip reasons: what, where, how sure."""
+        return (f"{self.label} at {self.t_s:.1f} s (score {self.score:.2f}, box "
+                f"{self.box.w * 100:.0f}x{self.box.h * 100:.0f} % of the frame)")
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class SceneScan:
+    """What the probe ``probe_key`` saw in scene ``scene_id``: ``n_frames`` frames looked at
+    and the best sighting of each label at or above its threshold (sorted by label)."""
+
+    scene_id: str
+    probe_key: str
+    n_frames: int
+    sightings: tuple[Sighting, ...]
+
+    def __post_init__(self) -> None:
+        _check(self.n_frames >= 0,
+               f"scan of {self.scene_id}: n_frames = {self.n_frames} must be >= 0")
+        strays = sorted({s.scene_id for s in self.sightings if s.scene_id != self.scene_id})
+        _check(not strays, f"scan of {self.scene_id} holds sightings of {strays}")
+        labels = [s.label for s in self.sightings]
+        _check(len(labels) == len(set(labels)),
+               f"scan of {self.scene_id}: one sighting per label, got {labels}")

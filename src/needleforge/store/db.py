@@ -24,10 +24,12 @@ from needleforge.records import (
     Question,
     Representation,
     Scene,
+    SceneScan,
     SceneTag,
     Verification,
     Video,
 )
+from needleforge.store import checks as check_rows
 from needleforge.store import nemo as nemo_rows
 from needleforge.store import representation as rep_rows
 from needleforge.store.schema import MIGRATIONS, SCHEMA_VERSION, TABLES
@@ -253,6 +255,26 @@ class Store:
             nemo_rows.upsert_montages(con, montages)
             nemo_rows.upsert_questions(con, questions)
             nemo_rows.upsert_verifications(con, verifications)
+
+    def record_negative_scans(self, scans: Iterable[SceneScan]) -> int:
+        """Keep the negative check's scans (one transaction); a scene scanned again by the
+        same probe replaces its row. Returns how many were written.
+
+        Raises:
+            StoreError: a scan of a scene the store does not hold (nothing is written).
+        """
+        rows = list(scans)
+        known = {r[0] for r in self.query("SELECT scene_id FROM scenes")}
+        missing = sorted({s.scene_id for s in rows} - known)
+        if missing:
+            raise StoreError(f"{self.path}: scans of unknown scene(s) {missing[:5]}; "
+                             "nothing was written")
+        with self.transaction() as con:
+            return check_rows.replace_scans(con, rows)
+
+    def negative_scans(self, probe_key: str | None = None) -> list[SceneScan]:
+        """Stored scans of one probe configuration (``TiledProbe.key``), or of all."""
+        return check_rows.load_scans(self._con, probe_key)
 
     def drop_montages(self, montage_ids: Iterable[str]) -> None:
         """Remove montages with their segments, questions and verdicts (one transaction)."""

@@ -24,6 +24,7 @@ from needleforge.records import (
     SceneTag,
     TimedBox,
 )
+from needleforge.store.checks import delete_scans_of_video
 
 _SCENES_OF = "SELECT scene_id FROM scenes WHERE video_id = ?"
 _OBJECT_COLUMNS = (
@@ -35,6 +36,7 @@ _OBJECT_COLUMNS = (
 def replace_representation(con: duckdb.DuckDBPyConnection, rep: Representation) -> None:
     """Swap in ``rep`` for its video. Call inside a transaction."""
     vid = rep.video_id
+    delete_scans_of_video(con, vid)  # the probe's scans name the scenes replaced here
     con.execute(f"DELETE FROM object_boxes WHERE object_id IN (SELECT object_id FROM objects "
                 f"WHERE scene_id IN ({_SCENES_OF}))", [vid])
     con.execute(f"DELETE FROM objects WHERE scene_id IN ({_SCENES_OF})", [vid])

@@ -8,7 +8,7 @@ a fresh store runs them all in order.
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 _V1 = (
     """
@@ -175,10 +175,38 @@ _V3 = (
 # written before the column existed get it here; fresh ones already have it (no-op).
 _V4 = ("ALTER TABLE montage_segments ADD COLUMN IF NOT EXISTS target_id VARCHAR",)
 
+# Version 5: the negative check's scans (store/checks.py), kept so that expand, reruns and
+# resumed flows reuse them and the store shows why a negative was refused.
+_V5 = (
+    """
+    CREATE TABLE IF NOT EXISTS negative_scans (
+        scene_id  VARCHAR NOT NULL,
+        probe_key VARCHAR NOT NULL,
+        n_frames  INTEGER NOT NULL,
+        PRIMARY KEY (scene_id, probe_key)
+    )
+    """,
+    """
+    CREATE TABLE IF NOT EXISTS negative_sightings (
+        scene_id  VARCHAR NOT NULL,
+        probe_key VARCHAR NOT NULL,
+        label     VARCHAR NOT NULL,
+        score     DOUBLE NOT NULL,
+        t_s       DOUBLE NOT NULL,
+        x         DOUBLE NOT NULL,
+        y         DOUBLE NOT NULL,
+        w         DOUBLE NOT NULL,
+        h         DOUBLE NOT NULL,
+        PRIMARY KEY (scene_id, probe_key, label)
+    )
+    """,
+)
+
 #: ``MIGRATIONS[n]`` upgrades a store at version ``n`` to ``n + 1`` (version 0 = empty file).
-MIGRATIONS: dict[int, tuple[str, ...]] = {0: _V1, 1: _V2, 2: _V3, 3: _V4}
+MIGRATIONS: dict[int, tuple[str, ...]] = {0: _V1, 1: _V2, 2: _V3, 3: _V4, 4: _V5}
 
 TABLES: tuple[str, ...] = (
     "videos", "ingest_rejections", "scenes", "scene_tags", "objects", "object_boxes",
     "representations", "montages", "montage_segments", "questions", "verifications",
+    "negative_scans", "negative_sightings",
 )
