@@ -3,9 +3,13 @@
 ingest (known videos are skipped) → represent (current videos are skipped) → NeMo generate →
 expand → render → validate (the gate fails the run) → release, with a changelog against the
 previous release → optionally publish (DVC track, git commit + tag, DVC push). Ingest,
-represent, generate and render run as the existing subflows (ingest, represent and render
-on the task runner of ``runner:`` in params); the other stages are tasks over
-:mod:`needleforge.pipeline`. Schedule: ``prefect.yaml``.
+represent, generate and render run as the existing subflows on the task runner of
+``runner:`` in params (generate fans out its negative scans); the other stages are tasks
+over :mod:`needleforge.pipeline`. Every earlier release under the releases folder is passed
+as ``earlier``, so sources they used are flagged (and dropped with
+``release.exclude_contaminated``). VNBench is not part of the refresh: its haystacks are
+drawn from the whole corpus, so a new video would reshuffle every sample; build it with
+``needleforge vnbench`` and a release from the CLI when wanted. Schedule: ``prefect.yaml``.
 Run once: ``python -m flows.refresh MANIFEST --db data/needleforge.duckdb [--name NAME]``
 (``-m`` from the repo root: it imports the sibling flows); serve on a cron schedule with
 ``--serve "0 3 * * 1"`` (needs a Prefect server), or deploy ``prefect.yaml``.
@@ -50,7 +54,7 @@ def refresh_flow(
     work = db.parent
     ingested = with_runner(ingest_flow, params.runner)(manifest, db, params_path=params_path)
     represented = with_runner(represent_flow, params.runner)(db, params_path)
-    generated = generate_flow(db, params_path)
+    generated = with_runner(generate_flow, params.runner)(db, params_path)
     expanded = expand_task(db=db, params=params)
     with_runner(render_flow, params.runner)(db, work / "render", None, params_path,
                                             params.runner.workers)
@@ -58,7 +62,7 @@ def refresh_flow(
     prev = previous or pipeline.previous_release(releases, name=name)
     report = release_task(
         db=db, name=name, out_root=releases, render_dir=work / "render", params=params,
-        previous=prev)
+        previous=prev, earlier=pipeline.earlier_releases(releases, name=name))
     if publish_repo is not None:
         publish_task(report.path, repo=publish_repo, tag=name, remote=remote)
     print(f"release {report.path}: {report.n_questions} question(s); changes {report.changes}")

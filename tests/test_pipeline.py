@@ -35,6 +35,8 @@ def corpus_db(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
             {"name": "tiny", "n_videos": 2, "video_duration_s": 45, "min_scene_s": 5,
              "max_scene_s": 10}]},
         "scenes": {"backend": "opencv"},
+        # the sample's lighter negative check (the default looks every second at 2x)
+        "nemo": {"check_every_s": 8.0, "check_input_scale": 1.5},
     }))
     db = root / "db" / "nf.duckdb"
     for args in (["studio", "--out", str(root / "studio")],

@@ -264,11 +264,17 @@ def previous_release(out_root: Path, *, name: str) -> Path | None:
     That is the release (a folder with a ``manifest.json``) whose name sorts last among
     the others: date-based names (``2026.11.29``) sort in time order.
     """
-    if not out_root.is_dir():
-        return None
-    others = sorted(p for p in out_root.iterdir()
-                    if p.name != name and (p / "manifest.json").is_file())
+    others = earlier_releases(out_root, name=name)
     return others[-1] if others else None
+
+
+def earlier_releases(out_root: Path, *, name: str) -> list[Path]:
+    """Every release under ``out_root`` other than ``name`` (folders with a
+    ``manifest.json``), in name order: the ``earlier`` of a refresh's release."""
+    if not out_root.is_dir():
+        return []
+    return sorted(p for p in out_root.iterdir()
+                  if p.name != name and (p / "manifest.json").is_file())
 
 
 def release_store(*, db: Path, name: str, out_root: Path, render_dir: Path | None,

@@ -44,6 +44,8 @@ def test_refresh_adds_only_the_new_videos_questions(tmp_path: Path) -> None:
             {"name": "tiny", "n_videos": 3, "video_duration_s": 45, "min_scene_s": 5,
              "max_scene_s": 10}]},
         "scenes": {"backend": "opencv"},
+        # the sample's lighter negative check (the default looks every second at 2x)
+        "nemo": {"check_every_s": 8.0, "check_input_scale": 1.5},
     }))
     studio = tmp_path / "studio"
     made = CliRunner().invoke(app, ["studio", "--out", str(studio), "--params", str(params)])
@@ -73,6 +75,10 @@ def test_refresh_adds_only_the_new_videos_questions(tmp_path: Path) -> None:
     added = _released_ids(releases / "r2") - _released_ids(releases / "r1")
     assert added and all(targets[qid] == new_video for qid in added)
     assert (two["added"], two["removed"], two["changed"]) == (len(added), 0, 0)
+    contamination = json.loads((releases / "r2" / "manifest.json").read_text())["contamination"]
+    assert contamination["compared_with"] == ["r1"] and not contamination["excluded"]
+    flagged = {row["video_id"] for row in contamination["flagged"]}
+    assert flagged == old_videos  # r1's sources are flagged as used before; the new one not
     changelog = (releases / "r2" / "CHANGELOG.md").read_text()
     assert "Compared with `r1`" in changelog
     assert all(f"`{qid}`" in changelog for qid in added)
