@@ -182,6 +182,15 @@ def test_probe_refuses_a_bad_threshold(upscaled: EmbeddedDetector) -> None:
         TiledProbe(upscaled, _Frames({}), cols=1, rows=1, overlap=0.0, min_score=1.5)
 
 
+def test_probe_key_names_the_detector_options() -> None:
+    plain = build_probe(NemoParams(), videos=[], registry=default_registry())
+    tuned = build_probe(NemoParams(check_detector_options={"nms_iou": 0.4}), videos=[],
+                        registry=default_registry())
+    assert plain is not None and tuned is not None
+    assert '{"nms_iou": 0.4}' in tuned.key and plain.key != tuned.key
+    assert "input-scale-2 frames[every 1 s, at least 1 per scene, side 640]" in plain.key
+
+
 def test_build_probe_is_off_when_the_params_say_so() -> None:
     assert build_probe(NemoParams(check_negatives=False), videos=[],
                        registry=default_registry()) is None

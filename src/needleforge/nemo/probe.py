@@ -30,6 +30,7 @@ of planning, one task per video (the generate flow fans it out on its runner).
 from __future__ import annotations
 
 import dataclasses
+import json
 import time
 from collections.abc import Callable, Iterable, Sequence
 from types import TracebackType
@@ -78,13 +79,16 @@ class TiledProbe:
         min_score: a detection of the label at or above this score is a sighting.
         frames_spec: how ``frames`` samples, for :attr:`key`; by default a
             :class:`VideoKeyframes`' own :attr:`~VideoKeyframes.spec`, else ``"custom"``.
+        detector_spec: names the detector and its options, for :attr:`key`; by default
+            ``name@version``.
 
     Raises:
         ValueError: a bad grid or ``min_score`` outside [0, 1].
     """
 
     def __init__(self, detector: Detector, frames: FrameSource, *, cols: int, rows: int,
-                 overlap: float, min_score: float, frames_spec: str | None = None) -> None:
+                 overlap: float, min_score: float, frames_spec: str | None = None,
+                 detector_spec: str | None = None) -> None:
         tile_grid(64, 64, cols=cols, rows=rows, overlap=overlap)  # validates the grid
         if not 0.0 <= min_score <= 1.0:
             raise ValueError(f"min_score = {min_score!r} must be in [0, 1]")
@@ -93,7 +97,8 @@ class TiledProbe:
         if frames_spec is None:
             frames_spec = frames.spec if isinstance(frames, VideoKeyframes) else "custom"
         #: Names everything that shapes a scan: scans stored under another key are not used.
-        self.key = (f"{detector.name}@{detector.version} frames[{frames_spec}] "
+        detector_spec = detector_spec or f"{detector.name}@{detector.version}"
+        self.key = (f"{detector_spec} frames[{frames_spec}] "
                     f"grid {cols}x{rows}/{overlap:g} min {min_score:g}")
         self._scans: dict[str, SceneScan] = {}
         self._new: list[str] = []
@@ -196,8 +201,12 @@ def build_probe(
     frames = VideoKeyframes({v.video_id: v for v in videos}, per_scene=1,
                             every_s=params.check_every_s, max_side=params.check_max_side,
                             max_cached=1)
+    extra = dict(params.check_detector_options)
+    spec = f"{detector.name}@{detector.version}" + (f" {json.dumps(extra, sort_keys=True)}"
+                                                    if extra else "")
     return TiledProbe(detector, frames, cols=params.check_cols, rows=params.check_rows,
-                      overlap=params.check_overlap, min_score=params.check_min_score)
+                      overlap=params.check_overlap, min_score=params.check_min_score,
+                      detector_spec=spec)
 
 
 def scan_scenes(
