@@ -215,3 +215,19 @@ def test_expand_and_vnbench_flows(corpus_db: tuple[Path, Path], tmp_path: Path) 
         "ret_edit1", "cnt_insert1"], "min_haystack_s": 10, "max_haystack_s": 12}}))
     vn = vnbench_flow(db, tmp_path / "vnbench", small)
     assert vn["questions"] == 4 * vn["samples"] and vn["samples"] == 2
+
+
+def test_scan_jobs_migrate_an_older_store_and_skip_when_the_check_is_off(
+    tmp_path: Path,
+) -> None:
+    from needleforge.config import Params
+    from needleforge.pipeline import scan_jobs
+    from tests.store.test_store import store_at_version
+
+    db = tmp_path / "v4.duckdb"
+    store_at_version(db, 4)
+    assert scan_jobs(db=db, params=Params()) == []  # nothing ingested: nothing to scan
+    with Store(db, read_only=True) as store:
+        assert store.counts()["negative_scans"] == 0  # the v5 tables exist now
+    off = Params.model_validate({"nemo": {"check_negatives": False}})
+    assert scan_jobs(db=db, params=off) == []

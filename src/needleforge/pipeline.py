@@ -138,7 +138,7 @@ def scan_jobs(*, db: Path, params: Params) -> list[ScanJob]:
     Raises:
         StoreError: ``db`` is not a usable store. BackendError: an unknown detector.
     """
-    with Store(db, read_only=True) as store:
+    with Store(db) as store:  # opened for writing: an older store is migrated first
         probe = build_probe(params.nemo, videos=[], registry=default_registry())
         if probe is None:
             return []

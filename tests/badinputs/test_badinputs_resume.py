@@ -106,6 +106,14 @@ def videos_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return db
 
 
+def _two_copies(store: Path, folder: Path) -> tuple[Path, Path]:
+    """``clean.duckdb`` (for the uninterrupted run) and ``killed.duckdb``, copies of store."""
+    clean, killed = folder / "clean.duckdb", folder / "killed.duckdb"
+    shutil.copy(store, clean)
+    shutil.copy(store, killed)
+    return clean, killed
+
+
 @pytest.mark.slow
 @pytest.mark.usefixtures("prefect_harness")
 def test_represent_flow_killed_midrun_resumes_to_a_clean_runs_tables(
@@ -113,9 +121,7 @@ def test_represent_flow_killed_midrun_resumes_to_a_clean_runs_tables(
 ) -> None:
     from flows.represent import represent_flow
 
-    clean, killed = tmp_path / "clean.duckdb", tmp_path / "killed.duckdb"
-    shutil.copy(videos_store, clean)
-    shutil.copy(videos_store, killed)
+    clean, killed = _two_copies(videos_store, tmp_path)
     represent_flow(clean, None, "scenes")
     wal = killed.with_name(killed.name + ".wal")
     assert not wal.exists()
@@ -167,9 +173,7 @@ def test_generate_flow_killed_midrun_leaves_all_or_nothing_and_resumes(
 ) -> None:
     from flows.generate import generate_flow
 
-    clean, killed = tmp_path / "clean.duckdb", tmp_path / "killed.duckdb"
-    shutil.copy(nemo_store, clean)
-    shutil.copy(nemo_store, killed)
+    clean, killed = _two_copies(nemo_store, tmp_path)
     counts = generate_flow(clean, None)
     assert counts["montages"] > 0
     before = snapshot(killed)

@@ -28,8 +28,9 @@ from flows.render import run_render
 from flows.represent import run_represent
 from needleforge.config import RunnerParams
 from needleforge.errors import ConfigError, MediaError
-from needleforge.records import Montage, Scene, Segment, scene_id_for
+from needleforge.records import Scene, scene_id_for
 from needleforge.store import Store
+from tests.media.test_render_stage import montage
 from tests.represent.test_represent_stage import clips, ingest_clips
 
 __all__ = ["clips"]  # the module-scoped clip fixture of the represent stage tests
@@ -47,19 +48,6 @@ THREADS = RunnerParams(kind="threads", workers=2)
 def _rows(db: Path) -> dict[str, list[tuple[object, ...]]]:
     with Store(db, read_only=True) as store:
         return {t: store.query(f"SELECT * FROM {t} ORDER BY ALL") for t in TABLES}
-
-
-def _montage(montage_id: str, parts: list[tuple[Scene, float, float]]) -> Montage:
-    """A short montage of ``(scene, whole-second offset into it, duration)`` parts."""
-    segments, clock = [], 0.0
-    for i, (scene, offset_s, duration_s) in enumerate(parts):
-        start = scene.start_s + offset_s
-        segments.append(Segment(position=i, video_id=scene.video_id, scene_id=scene.scene_id,
-                                src_start_s=start, src_end_s=start + duration_s,
-                                montage_start_s=clock, role="target" if i == 0 else "negative",
-                                needle_index=0 if i == 0 else None))
-        clock += duration_s
-    return Montage(montage_id=montage_id, bucket="short", segments=tuple(segments), seed=0)
 
 
 def _two_stores(clips: Path, tmp_path: Path, other: str) -> tuple[Path, Path, Path]:
@@ -96,9 +84,9 @@ def test_dask_runner_matches_threads(clips: Path, tmp_path: Path) -> None:
         cat, black = sorted(store.videos(), key=lambda v: v.media.duration_s, reverse=True)
         s0, s1 = store.scenes(cat.video_id)
         (b0,) = store.scenes(black.video_id)
-        montages = [_montage("m-1", [(s1, 1.0, 2.0), (s0, 0.0, 3.0), (b0, 0.0, 2.0)]),
-                    _montage("m-2", [(s0, 1.0, 2.0), (s1, 0.0, 3.0)]),
-                    _montage("m-3", [(b0, 0.0, 1.0), (s1, 0.0, 2.0), (s0, 2.0, 1.0)])]
+        montages = [montage("m-1", [(s1, 1.0, 2.0), (s0, 0.0, 3.0), (b0, 0.0, 2.0)]),
+                    montage("m-2", [(s0, 1.0, 2.0), (s1, 0.0, 3.0)]),
+                    montage("m-3", [(b0, 0.0, 1.0), (s1, 0.0, 2.0), (s0, 2.0, 1.0)])]
         store.record_generation(montages, [], [])
     by_threads = run_render(threads_db, tmp_path / "out-t", params_path=params, runner=THREADS)
     by_dask = run_render(threads_db, tmp_path / "out-d", params_path=params, runner=DASK)
@@ -114,7 +102,7 @@ def test_dask_runner_matches_threads(clips: Path, tmp_path: Path) -> None:
     ghost = Scene(scene_id=scene_id_for(cat.video_id, 999), video_id=cat.video_id, index=999,
                   start_s=0.0, end_s=3.0, n_frames=30)
     with Store(threads_db) as store:
-        store.record_generation([_montage("m-ghost", [(ghost, 0.0, 2.0)])], [], [])
+        store.record_generation([montage("m-ghost", [(ghost, 0.0, 2.0)])], [], [])
     with pytest.raises(MediaError, match=r"montage m-ghost.*not among the stored scenes"):
         run_render(threads_db, tmp_path / "out-g", params_path=params, runner=THREADS)
     assert not list((tmp_path / "out-g").glob("**/*.mp4"))

@@ -45,13 +45,13 @@ def _q(value: str) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
-def lmms_eval_yaml(release_name: str) -> str:
-    """The lmms-eval task config; ``!function`` tags point at the shipped ``utils.py``."""
-    task = task_name(release_name)
-    return "\n".join([
-        f"# lmms-eval task for the needleforge release {release_name}.",
-        "# Run from the release folder (data_files is relative to the working directory):",
-        f"#   lmms-eval --include_path exports/lmms_eval --tasks {task} ...",
+def _task_yaml(task: str, *, hooks: str, max_new_tokens: int,
+               metrics: Sequence[tuple[str, str]], extra: Sequence[str]) -> list[str]:
+    """The lines an lmms-eval task over ``questions.jsonl`` shares: dataset, generation,
+    ``utils.py`` hooks named ``{hooks}process_docs`` etc. (``doc_to_visual`` is common),
+    one ``metric_list`` entry per ``(metric, aggregation)`` pair in ``metrics``, then
+    ``extra`` lines before ``metadata``."""
+    return [
         f"task: {_q(task)}",
         "dataset_path: json",
         "dataset_kwargs:",
@@ -59,26 +59,37 @@ def lmms_eval_yaml(release_name: str) -> str:
         "    test: questions.jsonl",
         "test_split: test",
         "output_type: generate_until",
-        "process_docs: !function utils.process_docs",
+        f"process_docs: !function utils.{hooks}process_docs",
         "doc_to_visual: !function utils.doc_to_visual",
-        "doc_to_text: !function utils.doc_to_text",
-        "doc_to_target: !function utils.doc_to_target",
+        f"doc_to_text: !function utils.{hooks}doc_to_text",
+        f"doc_to_target: !function utils.{hooks}doc_to_target",
         "generation_kwargs:",
-        "  max_new_tokens: 256",
+        f"  max_new_tokens: {max_new_tokens}",
         "  temperature: 0",
         "  do_sample: false",
-        "process_results: !function utils.process_results",
+        f"process_results: !function utils.{hooks}process_results",
         "metric_list:",
-        *[line for m in ("0.7", "0.5") for line in (
-            f"  - metric: recall_1x_tiou_{m}",
-            "    aggregation: !function utils.aggregate_recall",
+        *[line for metric, aggregation in metrics for line in (
+            f"  - metric: {metric}",
+            f"    aggregation: !function utils.{aggregation}",
             "    higher_is_better: true")],
-        "lmms_eval_specific_kwargs:",
-        "  default:",
-        '    pre_prompt: ""',
-        f"    post_prompt: {_q(DEFAULT_POST_PROMPT)}",
+        *extra,
         "metadata:",
         "  version: 1.0",
+    ]
+
+
+def lmms_eval_yaml(release_name: str) -> str:
+    """The lmms-eval task config; ``!function`` tags point at the shipped ``utils.py``."""
+    task = task_name(release_name)
+    return "\n".join([
+        f"# lmms-eval task for the needleforge release {release_name}.",
+        "# Run from the release folder (data_files is relative to the working directory):",
+        f"#   lmms-eval --include_path exports/lmms_eval --tasks {task} ...",
+        *_task_yaml(task, hooks="", max_new_tokens=256,
+                    metrics=[(f"recall_1x_tiou_{m}", "aggregate_recall") for m in ("0.7", "0.5")],
+                    extra=["lmms_eval_specific_kwargs:", "  default:", '    pre_prompt: ""',
+                           f"    post_prompt: {_q(DEFAULT_POST_PROMPT)}"]),
         f"  release: {_q(release_name)}",
         "",
     ])
@@ -90,28 +101,8 @@ def lmms_eval_vnbench_yaml(release_name: str) -> str:
     return "\n".join([
         f"# lmms-eval task for the VNBench tries of the needleforge release {release_name}.",
         f"#   lmms-eval --include_path exports/lmms_eval --tasks {task} ...",
-        f"task: {_q(task)}",
-        "dataset_path: json",
-        "dataset_kwargs:",
-        "  data_files:",
-        "    test: questions.jsonl",
-        "test_split: test",
-        "output_type: generate_until",
-        "process_docs: !function utils.vnbench_process_docs",
-        "doc_to_visual: !function utils.doc_to_visual",
-        "doc_to_text: !function utils.vnbench_doc_to_text",
-        "doc_to_target: !function utils.vnbench_doc_to_target",
-        "generation_kwargs:",
-        "  max_new_tokens: 16",
-        "  temperature: 0",
-        "  do_sample: false",
-        "process_results: !function utils.vnbench_process_results",
-        "metric_list:",
-        "  - metric: circular_accuracy",
-        "    aggregation: !function utils.aggregate_circular",
-        "    higher_is_better: true",
-        "metadata:",
-        "  version: 1.0",
+        *_task_yaml(task, hooks="vnbench_", max_new_tokens=16,
+                    metrics=[("circular_accuracy", "aggregate_circular")], extra=[]),
         f"  release: {_q(release_name)}",
         "",
     ])
