@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import subprocess
+import sys
 from pathlib import Path
 
 from needleforge.records import (
@@ -166,3 +168,15 @@ def make_renders(root: Path) -> Path:
                "-c:v", "libx264", "-pix_fmt", "yuv420p", str(root / f"{mid}.mp4"))
     (root / "m-obj.json").write_text("{}\n")  # a render sidecar: not part of the release
     return root
+
+
+def init_git_dvc(repo: Path, remote: Path) -> None:
+    """Make ``repo`` a git repo (branch ``main``, a test identity) with DVC initialised and
+    the folder ``remote`` as its default DVC remote ``local``."""
+    for cmd in (("git", "init", "-q", "-b", "main"),
+                ("git", "config", "user.name", "Needleforge Test"),
+                ("git", "config", "user.email", "test@needleforge.invalid"),
+                (sys.executable, "-m", "dvc", "init", "-q"),
+                (sys.executable, "-m", "dvc", "remote", "add", "-d", "local", str(remote))):
+        proc = subprocess.run(cmd, cwd=repo, capture_output=True, text=True, check=False)
+        assert proc.returncode == 0, f"{cmd}: {proc.stderr}"

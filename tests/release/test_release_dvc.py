@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -18,7 +17,7 @@ from needleforge.config import Params
 from needleforge.errors import ReleaseError
 from needleforge.evaluate import Question
 from needleforge.release import build_release, load_release, publish, pull
-from tests.release.release_cases import make_store
+from tests.release.release_cases import init_git_dvc, make_store
 
 PATH = "releases/sample"
 
@@ -42,12 +41,7 @@ def origin(tmp_path_factory: pytest.TempPathFactory) -> Path:
     repo, remote = root / "origin", root / "remote"
     repo.mkdir()
     remote.mkdir()
-    sh("git", "init", "-q", "-b", "main", cwd=repo)
-    sh("git", "config", "user.name", "Needleforge Test", cwd=repo)
-    sh("git", "config", "user.email", "test@needleforge.invalid", cwd=repo)
-    dvc = (sys.executable, "-m", "dvc")
-    sh(*dvc, "init", "-q", cwd=repo)
-    sh(*dvc, "remote", "add", "-d", "local", str(remote), cwd=repo)
+    init_git_dvc(repo, remote)
     sh("git", "add", "-A", cwd=repo)
     sh("git", "commit", "-q", "-m", "dvc init", cwd=repo)
     first = publish(build(repo, root, variant=0), repo=repo, tag="v1", remote="local")

@@ -24,6 +24,7 @@ import yaml
 
 from needleforge.release import load_release, publish
 from needleforge.store import Store
+from tests.release.release_cases import init_git_dvc
 
 pytestmark = pytest.mark.slow
 
@@ -68,11 +69,7 @@ def repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (repo / "params.yaml").write_text(yaml.safe_dump(shrunk_params(), sort_keys=False))
     shutil.copytree(MAIN / "src" / "needleforge", repo / "src" / "needleforge",
                     ignore=shutil.ignore_patterns("__pycache__"))
-    sh("git", "init", "-q", "-b", "main", cwd=repo)
-    sh("git", "config", "user.name", "Needleforge Test", cwd=repo)
-    sh("git", "config", "user.email", "test@needleforge.invalid", cwd=repo)
-    sh(sys.executable, "-m", "dvc", "init", "-q", cwd=repo)
-    sh(sys.executable, "-m", "dvc", "remote", "add", "-d", "local", str(remote), cwd=repo)
+    init_git_dvc(repo, remote)
     sh(sys.executable, "-m", "dvc", "repro", cwd=repo)
     sh("git", "add", "-A", cwd=repo)
     sh("git", "commit", "-q", "-m", "pipeline", cwd=repo)
