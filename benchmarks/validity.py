@@ -17,12 +17,14 @@ automatic pipeline reached 86.65 % Recall@1x at 0.7 and its manual annotation 95
 for >= 95 %.
 
 Stage 2 runs on the same tables without the negative check, with it as the params file
-configures it (``nemo.check_*``, :mod:`needleforge.nemo.probe`), and, when that differs,
-with needleforge's default check (denser and more upscaled than the sample's), so the
-report shows what each check buys and what it costs: the figures of every run, the probe's
-seconds and detector calls, the negatives it passed over (and how many of those truly show
-the label, by the ground truth), and the object questions it changed (same target, another
-montage) or lost (target skipped).
+configures it (``nemo.check_*``, :mod:`needleforge.nemo.probe`), and, when they differ,
+with needleforge's default label check (denser and more upscaled than the sample's) without
+and then with the instance check (:mod:`needleforge.nemo.instance`), so the report shows
+what each check buys and what it costs: the figures of every run, the check's seconds and
+frames, the negatives it passed over (per check, and how many of those truly show the
+label, by the ground truth), and the object questions it changed (same target, another
+montage) or lost (target skipped). A later run reuses an earlier run's scans of the same
+settings, as stage 2 reuses the store's, so the last run's cost is the instance check's.
 Run: ``python benchmarks/validity.py --out /tmp/nf-validity [--videos 8] [--seed 1]
 [--set check_every_s=1 ...]``.
 """
@@ -45,7 +47,15 @@ from needleforge.nemo import (
     build_probe,
     generate,
 )
-from needleforge.records import Montage, ObjectTrack, Question, Scene, SceneTag, Video
+from needleforge.records import (
+    Montage,
+    ObjectTrack,
+    Question,
+    Scene,
+    SceneScan,
+    SceneTag,
+    Video,
+)
 from needleforge.represent import load_models, represent_video
 from needleforge.studio import build_studio
 from needleforge.studio.accuracy import StudioTruth, TruthVideo, load_truth
@@ -142,9 +152,10 @@ def main() -> None:
           f"{time.perf_counter() - started:.1f} s")
     truth_of = {v.video_id: truth.video_for(v.source_path) for v in videos}
     objects = {o.object_id: o for o in tables.objects}
+    scans: list[SceneScan] = []
     for label, nemo in _variants(params.nemo):
         clock = time.perf_counter()
-        result, cost = run_nemo(nemo, videos, tables)
+        result, cost = run_nemo(nemo, videos, tables, scans)
         seconds = time.perf_counter() - clock
         print(f"\n== negative check {label}: nemo {seconds:.1f} s{cost}")
         report(result.releasable(), {m.montage_id: m for m in result.montages},
@@ -158,24 +169,28 @@ def main() -> None:
 
 
 _CHECK_KEYS = ("check_every_s", "check_input_scale", "check_min_score", "check_cols",
-               "check_rows", "check_overlap", "check_max_side", "check_detector")
+               "check_rows", "check_overlap", "check_max_side", "check_detector",
+               "check_instances", "check_instance_min_score")
 
 
 def _variants(nemo: NemoParams) -> list[tuple[str, NemoParams]]:
-    """Stage-2 settings to compare: no check, the params file's check, and (when it differs)
-    the check of needleforge's defaults."""
+    """Stage-2 settings to compare: no check, the params file's check, and (when they
+    differ) needleforge's default label check without, then with, the instance check."""
     def described(p: NemoParams) -> str:
+        instance = (f"instance check at {p.check_instance_min_score:g}" if p.check_instances
+                    else "no instance check")
         return (f"every {p.check_every_s:g} s, input x{p.check_input_scale:g}, "
-                f"min score {p.check_min_score:g}")
+                f"min score {p.check_min_score:g}, {instance}")
 
     defaults = NemoParams()
+    configured = nemo.model_copy(update={"check_negatives": True})
     out = [("off", nemo.model_copy(update={"check_negatives": False})),
-           (f"on, as configured ({described(nemo)})",
-            nemo.model_copy(update={"check_negatives": True}))]
+           (f"on, as configured ({described(configured)})", configured)]
     strict = nemo.model_copy(update={"check_negatives": True,
                                      **{k: getattr(defaults, k) for k in _CHECK_KEYS}})
-    if strict != out[1][1]:
-        out.append((f"on, needleforge defaults ({described(strict)})", strict))
+    for variant in (strict.model_copy(update={"check_instances": False}), strict):
+        if variant not in [v for _, v in out]:
+            out.append((f"on, needleforge defaults ({described(variant)})", variant))
     return out
 
 
@@ -198,11 +213,15 @@ class Tables:
         self.scenes, self.tags, self.objects = scenes, tags, objects
 
 
-def run_nemo(params: NemoParams, videos: Sequence[Video],
-             tables: Tables) -> tuple[GenerationResult, str]:
-    """Stage 2 as the CLI runs it; also a line on the probe's cost (empty without one)."""
+def run_nemo(params: NemoParams, videos: Sequence[Video], tables: Tables,
+             scans: list[SceneScan]) -> tuple[GenerationResult, str]:
+    """Stage 2 as the CLI runs it; also a line on the probe's cost (empty without one).
+    ``scans`` are earlier variants' scans, preloaded like the store's (only those of the
+    same probe settings are used); this run's new scans are added to it."""
     describer, verifier = build_backends(params, registry=default_registry())
     probe = build_probe(params, videos=videos, registry=default_registry())
+    if probe is not None:
+        probe.preload(scans)
     with VideoKeyframes({v.video_id: v for v in videos}) as keyframes:
         result = generate(videos=videos, scenes=tables.scenes, tags=tables.tags,
                           objects=tables.objects, params=params, describer=describer,
@@ -210,27 +229,28 @@ def run_nemo(params: NemoParams, videos: Sequence[Video],
     if probe is None:
         return result, ""
     probe.close()
-    c = probe.cost
-    return result, (f" (probe {c.seconds:.1f} s: {c.scenes} scenes, {c.frames} frames, "
-                    f"{c.detector_calls} detector calls)")
+    scans.extend(probe.new_scans())
+    return result, f" (negative check: {probe.cost.describe()})"
 
 
 def compare(before: GenerationResult, after: GenerationResult, *,
             truth_of: dict[str, TruthVideo], scenes: dict[str, Scene]) -> None:
     """What the check changed: refused negatives (true or false alarms), changed and lost
     object questions."""
-    true_alarm = 0
+    alarms: dict[str, list[int]] = {}  # check -> [true, false]
     for r in after.rejected_negatives:
         scene = scenes[r.sighting.scene_id]
         truth = truth_of.get(scene.video_id)
-        true_alarm += bool(truth) and any(
+        true = bool(truth) and any(
             o.label == r.sighting.label and min(o.end_s, scene.end_s) > max(o.start_s,
                                                                             scene.start_s)
             for o in (truth.objects if truth else ()))
+        alarms.setdefault(r.check, [0, 0])[0 if true else 1] += 1
     distinct = {(r.target_id, r.sighting.scene_id) for r in after.rejected_negatives}
+    by_check = "; ".join(f"{check} check {n_true} truly show the label, {n_false} false "
+                         f"alarm(s)" for check, (n_true, n_false) in sorted(alarms.items()))
     print(f"\nnegative check: {len(after.rejected_negatives)} negative(s) passed over "
-          f"({len(distinct)} distinct target/scene pairs), {true_alarm} truly show the label, "
-          f"{len(after.rejected_negatives) - true_alarm} false alarm(s)")
+          f"({len(distinct)} distinct target/scene pairs){': ' if by_check else ''}{by_check}")
     for kind in ("object", "scene"):
         old = {_target_of(q): q.montage_id for q in before.releasable() if q.needle_type == kind}
         new = {_target_of(q): q.montage_id for q in after.releasable() if q.needle_type == kind}

@@ -7,7 +7,9 @@ its own detector and returns scans, and the flow process stores each video's sca
 arrives, so a killed run resumes with the videos not yet scanned. Then generation itself,
 which reads the whole store and is deterministic: one task in the flow process
 (:func:`needleforge.pipeline.generate_store`, the same code as ``needleforge nemo``), which
-reuses the stored scans.
+reuses the stored scans. The instance check (``nemo.check_instances``) runs there, not ahead:
+it compares each object target with the negatives its montage draws, so its work depends on
+the plans; its scans are stored too, and a rerun reuses them.
 Run: ``python -m flows.generate --db data/needleforge.duckdb [--params params.yaml]
 [--runner dask --workers 2 | --address tcp://host:8786]``.
 """

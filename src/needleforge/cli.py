@@ -202,9 +202,7 @@ def nemo(db: DbOption = DEFAULT_DB, params_path: ParamsOption = None) -> None:
     )
     if cost is not None:
         console.print(f"  negative check: {len(result.rejected_negatives)} negative(s) passed "
-                      f"over; {cost.scenes} scene(s) scanned ({cost.frames} frame(s) in "
-                      f"{cost.seconds:.0f} s), {cost.reused} stored scan(s) reused",
-                      highlight=False)
+                      f"over; {cost.describe()}", highlight=False)
     reasons = Counter(s.reason.split(":")[0] for s in result.skipped)
     for reason, n in reasons.most_common(5):
         console.print(f"  skipped {n}× {reason}", highlight=False)
@@ -228,10 +226,7 @@ def expand(db: DbOption = DEFAULT_DB, params_path: ParamsOption = None) -> None:
         f"{len(result.releasable())} passed; {len(result.shortfalls)} montage(s) fell short"
     )
     if result.probe_cost is not None:
-        cost = result.probe_cost
-        console.print(f"  negative check: {cost.scenes} scene(s) scanned ({cost.frames} "
-                      f"frame(s) in {cost.seconds:.0f} s), {cost.reused} stored scan(s) "
-                      "reused", highlight=False)
+        console.print(f"  negative check: {result.probe_cost.describe()}", highlight=False)
     for cell in result.cells:
         if cell.short_by:
             console.print(f"  {cell.bucket}/{cell.needles}/{cell.needle_type}: made "

@@ -181,7 +181,10 @@ class NemoParams(_Section):
     the answer wrong. Cost grows with frames x scale² x tiles: the defaults (a frame a second
     at 2x) are what ``benchmarks/validity.py`` measures as valid, about 0.3 CPU-s per second
     of scanned video on 2 cores; the sample ``params.yaml`` looks every 8 s at 1.5x to keep
-    ``make demo`` short.
+    ``make demo`` short. ``check_instances`` also searches each such negative for the
+    target object's own pixels (:mod:`needleforge.nemo.instance`, a match at normalised
+    cross-correlation ``check_instance_min_score`` or more refuses it), which finds the
+    small same-object appearances a detector misses; it needs ``check_negatives``.
     """
 
     seed: int = 0
@@ -213,6 +216,8 @@ class NemoParams(_Section):
     check_min_score: Annotated[float, Field(ge=0, le=1)] = 0.3
     check_detector: Annotated[str, Field(min_length=1)] = "embedded"
     check_detector_options: dict[str, str | int | float | bool] = Field(default_factory=dict)
+    check_instances: bool = True
+    check_instance_min_score: Annotated[float, Field(gt=0, le=1)] = 0.8
 
     @model_validator(mode="after")
     def _ranges(self) -> NemoParams:

@@ -170,10 +170,10 @@ def record_scans(*, db: Path, scans: Sequence[SceneScan]) -> int:
 
 def _stored_probe(store: Store, params: Params, registry: Registry) -> TiledProbe | None:
     """The negative check ``params`` ask for (None when off), with the scans ``store``
-    already holds for its configuration preloaded."""
+    already holds for its configuration preloaded (label and instance scans)."""
     probe = build_probe(params.nemo, videos=store.videos(), registry=registry)
     if probe is not None:
-        probe.preload(store.negative_scans(probe.key))
+        probe.preload(store.negative_scans())
     return probe
 
 

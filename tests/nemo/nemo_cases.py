@@ -9,8 +9,12 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import importlib.util
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
+
+from PIL import Image
 
 from needleforge.config import NemoParams
 from needleforge.records import (
@@ -30,6 +34,25 @@ from needleforge.records import (
 
 SHA = "a" * 64
 VID = video_id_for(SHA)
+
+
+def photo(filename: str) -> Image.Image:
+    """A photo scikit-image ships (``chelsea.png``, ``gravel.png``…), opened with PIL."""
+    spec = importlib.util.find_spec("skimage")
+    assert spec is not None and spec.submodule_search_locations
+    return Image.open(Path(next(iter(spec.submodule_search_locations))) / "data" / filename)
+
+
+def backdrop(filename: str) -> Image.Image:
+    """A 640x360 RGB frame cut from a scikit-image photo (stretched square, top part)."""
+    with photo(filename) as img:
+        return img.convert("RGB").resize((640, 640)).crop((0, 0, 640, 360))
+
+
+def chelsea() -> Image.Image:
+    """Chelsea the cat's head and body (the studio's ``cat`` cut-out)."""
+    with photo("chelsea.png") as img:
+        return img.convert("RGB").crop((30, 0, 400, 300))
 
 
 def make_video(sha: str = SHA, *, duration_s: float = 600.0) -> Video:

@@ -12,7 +12,8 @@ import pytest
 
 from needleforge.config import BucketCaps, CellCaps, ExpandParams
 from needleforge.nemo.expand import ExpansionResult
-from needleforge.nemo.probe import Sighting
+from needleforge.nemo.probe import Refusal, Sighting
+from needleforge.nemo.targets import Target
 from needleforge.records import Box, Scene
 
 CAP = CellCaps(object=3, scene=3)
@@ -28,11 +29,14 @@ class _SeesEverything:
         self.scene_ids = scene_ids
         self.asked: list[tuple[str, str]] = []
 
-    def sighting(self, scene: Scene, label: str) -> Sighting | None:
+    def evidence(self, scene: Scene, target: Target) -> Refusal | None:
+        assert target.target_object is not None
+        label = target.target_object.tag
         self.asked.append((scene.scene_id, label))
         if scene.scene_id not in self.scene_ids:
             return None
-        return Sighting(scene.scene_id, label, 0.9, scene.start_s, Box(0.1, 0.1, 0.1, 0.1))
+        return Refusal("label", Sighting(scene.scene_id, label, 0.9, scene.start_s,
+                                         Box(0.1, 0.1, 0.1, 0.1)))
 
 
 def _object_negatives(result: ExpansionResult) -> set[str]:

@@ -131,3 +131,20 @@ def test_every_s_samples_long_scenes_densely(clip: Path) -> None:
     for bad in (0.0, -1.0, float("inf")):
         with pytest.raises(ValueError, match="every_s"):
             VideoKeyframes({}, every_s=bad)
+
+
+def test_frame_at_gives_the_exact_frame_shown_at_a_time(
+    clip: Path, sequential: dict[float, np.ndarray]
+) -> None:
+    """The instance check's template frame: the first frame at or after ``t`` inside the
+    scene, after a seek backwards as well as forwards; the last one when ``t`` is past it."""
+    video = video_at(clip)
+    with VideoKeyframes({video.video_id: video}, max_side=160) as source:
+        for scene, t in ((SCENES[1], 5.05), (SCENES[0], 1.3), (SCENES[1], 3.0)):
+            frame = source.frame_at(scene, t)
+            assert frame is not None
+            assert t <= frame.t_s < t + 0.1 + 1e-6
+            assert np.array_equal(frame.image, sequential[frame.t_s])
+        last = source.frame_at(SCENES[2], 9.0)  # past the end of the file and the scene
+        assert last is not None and last.t_s == pytest.approx(7.9)
+        assert source.decoded_scenes == 0  # exact frames are not the scene cache's

@@ -9,14 +9,12 @@ on the hand-built tables with a probe that answers from a fixed list of sighting
 
 from __future__ import annotations
 
-import importlib.util
 import random
 from collections.abc import Sequence
-from pathlib import Path
 
 import numpy as np
 import pytest
-from nemo_cases import Corpus, corpus, params
+from nemo_cases import Corpus, backdrop, chelsea, corpus, params
 from PIL import Image
 
 from needleforge.backends import default_registry
@@ -36,31 +34,24 @@ from needleforge.nemo import (
     select_negatives,
     select_targets,
 )
+from needleforge.nemo.probe import Refusal
 from needleforge.nemo.tables import index_tables
+from needleforge.nemo.targets import Target
 from needleforge.nemo.tiles import Tile, detect_tiled, tile_grid
 from needleforge.records import Box, Montage, Scene
-
-
-def _photo(filename: str) -> Image.Image:
-    spec = importlib.util.find_spec("skimage")
-    assert spec is not None and spec.submodule_search_locations
-    return Image.open(Path(next(iter(spec.submodule_search_locations))) / "data" / filename)
 
 
 @pytest.fixture(scope="module")
 def gravel() -> RGBImage:
     """A 640x360 frame of grey gravel (skimage ``gravel.png``): no COCO object in it."""
-    with _photo("gravel.png") as img:
-        return np.asarray(img.convert("RGB").resize((640, 640)).crop((0, 0, 640, 360)))
+    return np.asarray(backdrop("gravel.png"))
 
 
 @pytest.fixture(scope="module")
 def small_cat(gravel: RGBImage) -> RGBImage:
     """The gravel frame with Chelsea's head and body pasted 80x65 pixels (1.3 % of it)."""
-    with _photo("chelsea.png") as img:
-        cat = img.convert("RGB").crop((30, 0, 400, 300)).resize((80, 65))
     frame = Image.fromarray(gravel)
-    frame.paste(cat, (400, 120))
+    frame.paste(chelsea().resize((80, 65)), (400, 120))
     return np.asarray(frame)
 
 
@@ -198,7 +189,9 @@ def test_build_probe_is_off_when_the_params_say_so() -> None:
 
 @pytest.mark.parametrize(("field", "value"), [("check_every_s", 0), ("check_cols", 0),
                                               ("check_min_score", 1.5),
-                                              ("check_overlap", 0.95)])
+                                              ("check_overlap", 0.95),
+                                              ("check_instance_min_score", 0.0),
+                                              ("check_instance_min_score", 1.5)])
 def test_bad_check_params_are_refused(field: str, value: float) -> None:
     with pytest.raises(ValueError, match=field):
         NemoParams(**{field: value})
@@ -213,11 +206,14 @@ class _Listed:
     def __init__(self, label: str, scene_ids: set[str]) -> None:
         self.label, self.scene_ids, self.asked = label, scene_ids, []
 
-    def sighting(self, scene: Scene, label: str) -> Sighting | None:
+    def evidence(self, scene: Scene, target: Target) -> Refusal | None:
+        assert target.target_object is not None
+        label = target.target_object.tag
         self.asked.append((scene.scene_id, label))
         if label != self.label or scene.scene_id not in self.scene_ids:
             return None
-        return Sighting(scene.scene_id, label, 0.9, scene.start_s, Box(0.1, 0.1, 0.1, 0.1))
+        return Refusal("label", Sighting(scene.scene_id, label, 0.9, scene.start_s,
+                                         Box(0.1, 0.1, 0.1, 0.1)))
 
 
 def _run(probe: _Listed | None, **overrides: float) -> tuple[Corpus, GenerationResult]:

@@ -7,21 +7,25 @@ tables); shot 1 shows her shrunk to 80 pixels on gravel, a cat the representatio
 skimage's grass, which the 1.5x detector calls a cat at 0.32: a false alarm). The
 montage lengths need four of the five candidate negatives, so without the check shot 1 may
 be one of them; with it, shot 1 is found to show a cat and never enters the cat's montage.
+
+A second video shows her in shot 1 at 40x32 pixels, mirrored (0.6 % of the frame): the
+default label check (a frame a second, 2x input) does not see her, the instance check
+(:mod:`needleforge.nemo.instance`) does, from the target's own pixels.
 """
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import pytest
-from nemo_cases import make_scene, make_video
+from nemo_cases import backdrop, chelsea, make_scene, make_video
 from PIL import Image
 
 from needleforge.backends import default_registry
 from needleforge.backends.embedded.writer import EmbeddedDescriber, EmbeddedVerifier
 from needleforge.config import NemoParams
 from needleforge.nemo import build_probe, generate
+from needleforge.nemo.targets import Target
 from needleforge.records import (
     Box,
     ObjectAttributes,
@@ -34,25 +38,17 @@ from needleforge.records import (
 from tests.conftest import ffmpeg
 
 DURATIONS = (5.0, 3.0, 3.0, 3.0, 3.0, 3.0)
+TINY_PX, TINY_AT = (40, 32), (470, 230)  # the second video's shot-1 cat: size, place
 
 
-def _photo(filename: str) -> Image.Image:
-    spec = importlib.util.find_spec("skimage")
-    assert spec is not None and spec.submodule_search_locations
-    return Image.open(Path(next(iter(spec.submodule_search_locations))) / "data" / filename)
-
-
-def _stills(folder: Path) -> list[Path]:
+def _stills(folder: Path, *, small_px: tuple[int, int], at: tuple[int, int], mirrored: bool
+            ) -> list[Path]:
     """Shot stills: big cat, small cat, then four object-free textures."""
-    def backdrop(name: str) -> Image.Image:
-        with _photo(name) as img:
-            return img.convert("RGB").resize((640, 640)).crop((0, 0, 640, 360))
-
-    with _photo("chelsea.png") as img:
-        cat = img.convert("RGB").crop((30, 0, 400, 300))
+    cat = chelsea()
     big, small = backdrop("gravel.png"), backdrop("gravel.png")
     big.paste(cat.resize((200, 162)), (220, 100))
-    small.paste(cat.resize((80, 65)), (400, 120))
+    shrunk = cat.resize(small_px)
+    small.paste(shrunk.transpose(Image.Transpose.FLIP_LEFT_RIGHT) if mirrored else shrunk, at)
     images = [big, small, backdrop("gravel.png"), backdrop("brick.png"),
               backdrop("hubble_deep_field.jpg"), backdrop("moon.png")]
     paths = []
@@ -62,12 +58,12 @@ def _stills(folder: Path) -> list[Path]:
     return paths
 
 
-@pytest.fixture(scope="module")
-def video(tmp_path_factory: pytest.TempPathFactory) -> Video:
+def _video(folder: Path, *, small_px: tuple[int, int], at: tuple[int, int] = (400, 120),
+           mirrored: bool = False) -> Video:
     """``ffmpeg -loop 1 -i stillK.png -t D -r 5`` per shot, joined with the concat filter."""
-    folder = tmp_path_factory.mktemp("probe-e2e")
     args: list[str] = []
-    for still, duration in zip(_stills(folder), DURATIONS, strict=True):
+    stills = _stills(folder, small_px=small_px, at=at, mirrored=mirrored)
+    for still, duration in zip(stills, DURATIONS, strict=True):
         args += ["-loop", "1", "-t", str(duration), "-r", "5", "-i", str(still)]
     joined = "".join(f"[{k}:v]" for k in range(len(DURATIONS)))
     path = folder / "shots.mp4"
@@ -76,6 +72,19 @@ def video(tmp_path_factory: pytest.TempPathFactory) -> Video:
     record = make_video(duration_s=sum(DURATIONS))
     return Video(**{**{f: getattr(record, f) for f in record.__dataclass_fields__},
                     "stored_path": str(path)})
+
+
+@pytest.fixture(scope="module")
+def video(tmp_path_factory: pytest.TempPathFactory) -> Video:
+    """Shot 1: the cat at 80x65 pixels, which the upscaled detector sees."""
+    return _video(tmp_path_factory.mktemp("probe-e2e"), small_px=(80, 65))
+
+
+@pytest.fixture(scope="module")
+def tiny_video(tmp_path_factory: pytest.TempPathFactory) -> Video:
+    """Shot 1: the cat at 40x32 pixels, mirrored, which the label check does not see."""
+    return _video(tmp_path_factory.mktemp("probe-e2e-tiny"), small_px=TINY_PX, at=TINY_AT,
+                  mirrored=True)
 
 
 def _tables(video: Video) -> tuple[list, list[SceneTag], list[ObjectTrack]]:  # type: ignore[type-arg]
@@ -121,3 +130,35 @@ def test_the_check_keeps_a_missed_small_cat_out_of_the_cat_montage(video: Video)
     assert len(negatives) == 4 and scenes[1].scene_id not in negatives
     assert {(r.sighting.scene_id, r.sighting.label) for r in result.rejected_negatives} <= {
         (scenes[1].scene_id, "cat")}
+
+
+@pytest.mark.slow
+def test_the_instance_check_finds_the_cat_the_detector_misses(tiny_video: Video) -> None:
+    """The label check alone lets shot 1 in; the instance check refuses it from the target's
+    own pixels (template decoded from the video at the track's largest box), and generate
+    keeps it out of the cat's montage, listing the refusal as the instance check's."""
+    scenes, tags, objects = _tables(tiny_video)
+    target = Target("object", scenes[0], objects[0])
+    params = NemoParams(short_min_s=16.5, short_max_s=17.0, min_negatives=2, min_scene_tags=1,
+                        min_scene_s=4.0)  # the default check: a frame a second, 2x input
+    label_only = build_probe(params.model_copy(update={"check_instances": False}),
+                             videos=[tiny_video], registry=default_registry())
+    assert label_only is not None and label_only.instances is None
+    with label_only:
+        assert all(label_only.evidence(s, target) is None for s in scenes[1:])
+    probe = build_probe(params, videos=[tiny_video], registry=default_registry())
+    assert probe is not None
+    with probe:
+        refused = probe.evidence(scenes[1], target)
+        assert refused is not None and refused.check == "instance"
+        assert refused.sighting.box.iou(Box(TINY_AT[0] / 640, TINY_AT[1] / 360,
+                                            TINY_PX[0] / 640, TINY_PX[1] / 360)) > 0.4
+        assert all(probe.evidence(s, target) is None for s in scenes[2:])
+        result = generate(videos=[tiny_video], scenes=scenes, tags=tags, objects=objects,
+                          params=params, describer=EmbeddedDescriber(),
+                          verifier=EmbeddedVerifier(), probe=probe)
+    question = next(q for q in result.releasable() if q.needle_type == "object")
+    montage = next(m for m in result.montages if m.montage_id == question.montage_id)
+    assert scenes[1].scene_id not in {s.scene_id for s in montage.segments}
+    assert {(r.sighting.scene_id, r.check) for r in result.rejected_negatives} <= {
+        (scenes[1].scene_id, "instance")}

@@ -119,6 +119,23 @@ class VideoKeyframes:
             self._cache.popitem(last=False)
         return frames
 
+    def frame_at(self, scene: Scene, t_s: float) -> Keyframe | None:
+        """The frame of ``scene`` shown at ``t_s`` (the first at or after it inside the
+        scene, else the last before it), or None when nothing inside the scene decodes. Not
+        cached: for the few exact times a caller needs (a tracked box's frame).
+
+        Raises:
+            NemoError, MediaError: as :meth:`__call__`.
+        """
+        video = self._video(scene.video_id)
+        found = _frame_at(video, t_s, scene)
+        return None if found is None else self._keyframe(video, *found)
+
+    def _keyframe(self, video: _OpenVideo, t_s: float, frame: Any) -> Keyframe:
+        image = (frame.to_ndarray(format="rgb24") if video.size is None else
+                 frame.to_ndarray(format="rgb24", width=video.size[0], height=video.size[1]))
+        return Keyframe(t_s, np.ascontiguousarray(image, dtype=np.uint8))
+
     @property
     def spec(self) -> str:
         """How scenes are sampled, in words (part of the negative probe's key)."""
@@ -164,11 +181,7 @@ class VideoKeyframes:
             found = _frame_at(video, t, scene)
             if found is None or (frames and found[0] <= frames[-1].t_s):
                 continue
-            t_s, frame = found
-            image = (frame.to_ndarray(format="rgb24") if video.size is None else
-                     frame.to_ndarray(format="rgb24", width=video.size[0],
-                                      height=video.size[1]))
-            frames.append(Keyframe(t_s, np.ascontiguousarray(image, dtype=np.uint8)))
+            frames.append(self._keyframe(video, *found))
         return tuple(frames)
 
 

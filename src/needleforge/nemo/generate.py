@@ -6,8 +6,9 @@ For every target (:mod:`~needleforge.nemo.targets`), in a stable order:
    short montage (:mod:`~needleforge.nemo.plan`) — cheap table work first, so a target that
    cannot get a montage never costs a model call. With a ``probe``
    (:mod:`~needleforge.nemo.probe`), each negative an **object** montage would take is first
-   checked for the target's label; a scene where it is seen is passed over (and listed in
-   ``rejected_negatives``), so the answer never omits an appearance the tables missed;
+   checked for the target's label, and for the target object itself; a scene where either
+   is seen is passed over (and listed in ``rejected_negatives``), so the answer never
+   omits an appearance the tables missed;
 2. let the describer write the needle (or skip it, e.g. an abstract object);
 3. let the verifier judge the written needle against the montage's own negatives.
 
@@ -42,7 +43,7 @@ from needleforge.config import NemoParams
 from needleforge.errors import NemoError
 from needleforge.nemo.negatives import select_negatives
 from needleforge.nemo.plan import PlanSkip, plan_short_montage, question_id_for
-from needleforge.nemo.probe import NegativeProbe
+from needleforge.nemo.probe import NegativeProbe, Refusal
 from needleforge.nemo.tables import SceneTables, index_tables
 from needleforge.nemo.targets import Target, select_targets
 from needleforge.records import (
@@ -79,10 +80,12 @@ class SkipRecord:
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class RejectedNegative:
-    """A negative candidate of object target ``target_id`` that the probe saw the label in."""
+    """A negative candidate of object target ``target_id`` that the probe refused: it saw
+    the label there (``check == "label"``) or the object itself (``"instance"``)."""
 
     target_id: str
     sighting: Sighting
+    check: Literal["label", "instance"] = "label"
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -175,13 +178,13 @@ def _acceptor(
     label, noting every refusal in ``rejected``; None when there is nothing to check."""
     if probe is None or target.target_object is None:
         return None
-    label = target.target_object.tag
 
     def accept(scene: Scene) -> bool:
-        seen = probe.sighting(scene, label)
-        if seen is not None:
-            rejected.append(RejectedNegative(target.target_id, seen))
-        return seen is None
+        refusal: Refusal | None = probe.evidence(scene, target)
+        if refusal is not None:
+            rejected.append(RejectedNegative(target.target_id, refusal.sighting,
+                                             refusal.check))
+        return refusal is None
 
     return accept
 

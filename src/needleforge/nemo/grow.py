@@ -13,8 +13,9 @@ into a montage of that lane, or says why it cannot:
    program, each list in a seeded random order — skipping any scene that is a target,
    already used, shorter than ``min_negative_s``, longer than the room left, or that holds
    an excluded term of **any** target of the group, or (with a negative probe) in which the
-   label of any object target of the group is seen. Taking stops once the length is reached,
-   the montage is in its bucket and there are enough negatives to keep target segments apart.
+   label of any object target of the group, or that object itself, is seen. Taking stops
+   once the length is reached, the montage is in its bucket and there are enough negatives
+   to keep target segments apart.
 3. **Order.** Negatives are shuffled, then target segments go into distinct random gaps
    (:func:`multi.interleave`: never two target segments adjacent).
 
@@ -180,8 +181,7 @@ def _fill(
     claims = [s.claims for s in sources if s.claims]
     ctx.index.require_watched(excluded.union(*claims))
     used = {s.scene.scene_id for s in sources}
-    labels = sorted({s.target.target_object.tag for s in sources
-                     if s.target.target_object is not None})
+    objects = [s.target for s in sources if s.target.target_object is not None]
     chosen: list[Scene] = []
     total_s, eligible = base_s, 0
     for scene in _candidates(sources, lane, pool=ctx.pool, rng=rng):
@@ -195,8 +195,8 @@ def _fill(
         eligible += 1
         if total_s + scene.duration_s > lane.max_s + _EPS:
             continue
-        if ctx.probe is not None and any(ctx.probe.sighting(scene, label) for label in labels):
-            continue  # an object target's label is seen here: the answer would miss it
+        if ctx.probe is not None and any(ctx.probe.evidence(scene, t) for t in objects):
+            continue  # an object target (or its label) is seen here: the answer would miss it
         chosen.append(scene)
         total_s += scene.duration_s
     return chosen, total_s, eligible

@@ -25,6 +25,12 @@ scale, frame spacing, grid, threshold). The pipeline stores scans in the ``negat
 (expand), a rerun with another seed, or a resumed flow never looks at a scene twice, and the
 store shows why each negative was refused. :func:`scan_scenes` scans a video's scenes ahead
 of planning, one task per video (the generate flow fans it out on its runner).
+
+**The instance check** (:mod:`~needleforge.nemo.instance`, ``check_instances``) rides on the
+same probe: where the label is not seen, :meth:`TiledProbe.evidence` also searches the scene
+for the target object's own pixels, which finds the small same-object appearances the
+detector misses. Its scans (one per target and scene) are stored in the same tables under
+their own keys; the scan-ahead does not make them, since they depend on the targets.
 """
 
 from __future__ import annotations
@@ -34,13 +40,15 @@ import json
 import time
 from collections.abc import Callable, Iterable, Sequence
 from types import TracebackType
-from typing import Protocol, runtime_checkable
+from typing import Literal, Protocol, runtime_checkable
 
 from needleforge.backends.base import Detector
 from needleforge.backends.registry import Registry
 from needleforge.backends.writing import Keyframe
 from needleforge.config import NemoParams
 from needleforge.nemo.frames import VideoKeyframes
+from needleforge.nemo.instance import InstanceCost, InstanceMatcher
+from needleforge.nemo.targets import Target
 from needleforge.nemo.tiles import detect_tiled, tile_grid
 from needleforge.records import Scene, SceneScan, Sighting, Video
 from needleforge.records.phrases import holds, normalize
@@ -49,12 +57,26 @@ from needleforge.records.phrases import holds, normalize
 FrameSource = Callable[[Scene], Sequence[Keyframe]]
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class Refusal:
+    """Why a scene may not be a negative of an object target: the ``label`` check saw the
+    target's label there, or the ``instance`` check saw the target object itself."""
+
+    check: Literal["label", "instance"]
+    sighting: Sighting
+
+    def describe(self) -> str:
+        """One line for logs: which check, what, where, how sure."""
+        return f"{self.check} check: {self.sighting.describe()}"
+
+
 @runtime_checkable
 class NegativeProbe(Protocol):
-    """Answers "does ``scene`` show a ``label`` after all?" for negative candidates."""
+    """Answers "does ``scene`` show the object target after all?" for negative candidates."""
 
-    def sighting(self, scene: Scene, label: str) -> Sighting | None:
-        """The evidence that ``scene`` shows ``label``, or None when none was found."""
+    def evidence(self, scene: Scene, target: Target) -> Refusal | None:
+        """Why ``scene`` may not be a negative of object ``target``, or None when nothing
+        was found."""
         ...
 
 
@@ -67,6 +89,19 @@ class ProbeCost:
     detector_calls: int = 0
     seconds: float = 0.0
     reused: int = 0  #: scans taken from the store (preloaded) rather than looked at again
+    instances: InstanceCost | None = None  #: the instance check's, when it is on
+
+    def describe(self) -> str:
+        """One line for the CLI: what was scanned, in how long, what was reused."""
+        line = (f"{self.scenes} scene(s) scanned ({self.frames} frame(s) in "
+                f"{self.seconds:.0f} s), {self.reused} stored scan(s) reused")
+        if self.instances is not None:
+            i = self.instances
+            line += (f"; instance check: {i.pairs} target/scene pair(s) matched "
+                     f"({i.frames} frame(s) in {i.seconds:.0f} s), {i.reused} stored")
+            if i.unusable:
+                line += f", {i.unusable} target(s) too small or flat to search for"
+        return line
 
 
 class TiledProbe:
@@ -81,6 +116,7 @@ class TiledProbe:
             :class:`VideoKeyframes`' own :attr:`~VideoKeyframes.spec`, else ``"custom"``.
         detector_spec: names the detector and its options, for :attr:`key`; by default
             ``name@version``.
+        instances: the instance check, or None for the label check alone.
 
     Raises:
         ValueError: a bad grid or ``min_score`` outside [0, 1].
@@ -88,7 +124,8 @@ class TiledProbe:
 
     def __init__(self, detector: Detector, frames: FrameSource, *, cols: int, rows: int,
                  overlap: float, min_score: float, frames_spec: str | None = None,
-                 detector_spec: str | None = None) -> None:
+                 detector_spec: str | None = None,
+                 instances: InstanceMatcher | None = None) -> None:
         tile_grid(64, 64, cols=cols, rows=rows, overlap=overlap)  # validates the grid
         if not 0.0 <= min_score <= 1.0:
             raise ValueError(f"min_score = {min_score!r} must be in [0, 1]")
@@ -102,25 +139,55 @@ class TiledProbe:
                     f"grid {cols}x{rows}/{overlap:g} min {min_score:g}")
         self._scans: dict[str, SceneScan] = {}
         self._new: list[str] = []
-        self.cost = ProbeCost()
+        self.instances = instances
+        self.cost = ProbeCost(instances=instances.cost if instances is not None else None)
 
     def preload(self, scans: Iterable[SceneScan]) -> int:
-        """Take earlier scans of this probe (same :attr:`key`; others are ignored) so their
-        scenes are not looked at again; returns how many were taken."""
+        """Take earlier scans of this probe (same :attr:`key`, or the instance check's
+        settings; others are ignored) so they are not made again; returns how many label
+        scans were taken."""
         taken = 0
+        instance_scans = []
         for scan in scans:
-            if scan.probe_key == self.key and scan.scene_id not in self._scans:
-                self._scans[scan.scene_id] = scan
-                taken += 1
+            if scan.probe_key == self.key:
+                if scan.scene_id not in self._scans:
+                    self._scans[scan.scene_id] = scan
+                    taken += 1
+            else:
+                instance_scans.append(scan)
+        if self.instances is not None:
+            self.instances.preload(instance_scans)
         self.cost.reused += taken
         return taken
 
     def new_scans(self) -> list[SceneScan]:
-        """Scans looked at since the last call (not preloaded ones), in the order made; the
-        caller stores them."""
+        """Scans made since the last call (not preloaded ones): label scans, then instance
+        scans, each in the order made; the caller stores them."""
         out = [self._scans[scene_id] for scene_id in self._new]
         self._new.clear()
+        if self.instances is not None:
+            out.extend(self.instances.new_scans())
         return out
+
+    def evidence(self, scene: Scene, target: Target) -> Refusal | None:
+        """Why ``scene`` may not be a negative of object ``target``: its label seen (the
+        scene's scan), else the object itself seen (the instance check, when on); None for a
+        scene target or when nothing was found.
+
+        Raises:
+            MediaError: a video cannot be decoded. BackendError: the detector fails.
+        """
+        track = target.target_object
+        if track is None:
+            return None
+        seen = self.sighting(scene, track.tag)
+        if seen is not None:
+            return Refusal("label", seen)
+        if self.instances is not None:
+            itself = self.instances.seen(scene, track, target_scene=target.scene)
+            if itself is not None:
+                return Refusal("instance", itself)
+        return None
 
     def sighting(self, scene: Scene, label: str) -> Sighting | None:
         """The best sighting of ``label`` (or of a label that holds it: ``tabby cat`` holds
@@ -168,6 +235,8 @@ class TiledProbe:
         """Close the frame source when it holds files open (a :class:`VideoKeyframes`)."""
         if isinstance(self._frames, VideoKeyframes):
             self._frames.close()
+        if self.instances is not None:
+            self.instances.close()
 
     def __enter__(self) -> TiledProbe:
         return self
@@ -186,7 +255,8 @@ def build_probe(
     check_min_score`` and, when its factory takes it, ``input_scale = check_input_scale``
     (``check_detector_options`` override both); frames come from the videos' stored files, at
     most ``check_every_s`` apart and at most ``check_max_side`` pixels on their longer side.
-    Use it as a context manager, or call ``close()``.
+    With ``check_instances`` it also runs the instance check at ``check_instance_min_score``
+    on the same frames. Use it as a context manager, or call ``close()``.
 
     Raises:
         BackendError: an unknown detector, bad options, or a missing model file.
@@ -198,15 +268,23 @@ def build_probe(
         options["input_scale"] = params.check_input_scale
     detector = registry.create("detector", params.check_detector,
                                **(options | dict(params.check_detector_options)))
-    frames = VideoKeyframes({v.video_id: v for v in videos}, per_scene=1,
-                            every_s=params.check_every_s, max_side=params.check_max_side,
-                            max_cached=1)
+    by_id = {v.video_id: v for v in videos}
+    # Two scenes cached: the instance check looks at the scene the label scan just decoded.
+    frames = VideoKeyframes(by_id, per_scene=1, every_s=params.check_every_s,
+                            max_side=params.check_max_side, max_cached=2)
+    instances = None
+    if params.check_instances:
+        exact = VideoKeyframes(by_id, per_scene=1, max_side=params.check_max_side,
+                               max_open=2, max_cached=1)
+        instances = InstanceMatcher(frames, exact.frame_at,
+                                    min_score=params.check_instance_min_score,
+                                    frames_spec=frames.spec, on_close=exact.close)
     extra = dict(params.check_detector_options)
     spec = f"{detector.name}@{detector.version}" + (f" {json.dumps(extra, sort_keys=True)}"
                                                     if extra else "")
     return TiledProbe(detector, frames, cols=params.check_cols, rows=params.check_rows,
                       overlap=params.check_overlap, min_score=params.check_min_score,
-                      detector_spec=spec)
+                      detector_spec=spec, instances=instances)
 
 
 def scan_scenes(
