@@ -56,6 +56,8 @@ FrameAt = Callable[[Scene, float], Keyframe | None]
 _FLAT_STD = 3.0
 #: A template narrower or lower than this many pixels of the target frame is not usable.
 _MIN_CROP_PX = 8
+#: Best places of a scale looked at before its windows are deemed all flat.
+_FLAT_TRIES = 8
 
 
 @dataclasses.dataclass(slots=True)
@@ -250,19 +252,19 @@ class InstanceMatcher:
         rows, cols = template.grey[0].shape
         best: tuple[float, Box] | None = None
         steps = math.floor(math.log(self.max_width / self.min_width, self.scale_step)) + 1
+        small = grey
         for step in range(steps):
             object_w = self.min_width * self.scale_step ** step * width
             factor = cols / object_w
             size = (round(width * factor), round(height * factor))
             if size[0] <= cols or size[1] <= rows:
-                continue
-            small = cv2.resize(grey, size, interpolation=cv2.INTER_AREA)
-            flat = _flat_windows(small, cols, rows)
+                break  # every later scale is smaller still
+            # Each scale from the one before (a pyramid): far less to read than the frame.
+            small = cv2.resize(small, size, interpolation=cv2.INTER_AREA)
             small_colour: np.ndarray | None = None
             for pattern, colour in zip(template.grey, template.colour, strict=True):
                 scores = cv2.matchTemplate(small, pattern, cv2.TM_CCOEFF_NORMED)
-                scores[flat | ~np.isfinite(scores)] = -1.0
-                _, top, _, (x, y) = cv2.minMaxLoc(scores)
+                top, (x, y) = _best_textured(scores, small, cols, rows)
                 if top >= self.min_score:
                     if small_colour is None:
                         small_colour = cv2.resize(np.ascontiguousarray(image), size,
@@ -289,14 +291,17 @@ def _grey(image: np.ndarray) -> np.ndarray:
                                 dtype=np.float32)
 
 
-def _flat_windows(image: np.ndarray, cols: int, rows: int) -> np.ndarray:
-    """Mask over ``matchTemplate``'s output: windows whose grey levels barely vary."""
+def _best_textured(scores: np.ndarray, image: np.ndarray, cols: int, rows: int
+                   ) -> tuple[float, tuple[int, int]]:
+    """The best score of ``matchTemplate``'s output whose window of ``image`` is not nearly
+    flat grey (a flat window's score is noise), and its place; -1 when every window tried
+    is flat. Flatness is checked only at the best places, not over the whole frame."""
     import cv2
 
-    mean = cv2.boxFilter(image, -1, (cols, rows), normalize=True, anchor=(0, 0),
-                         borderType=cv2.BORDER_CONSTANT)
-    mean_sq = cv2.boxFilter(image * image, -1, (cols, rows), normalize=True, anchor=(0, 0),
-                            borderType=cv2.BORDER_CONSTANT)
-    out_h, out_w = image.shape[0] - rows + 1, image.shape[1] - cols + 1
-    var = mean_sq[:out_h, :out_w] - mean[:out_h, :out_w] ** 2
-    return np.asarray(var < _FLAT_STD**2)
+    np.nan_to_num(scores, copy=False, nan=-1.0, posinf=-1.0, neginf=-1.0)
+    for _ in range(_FLAT_TRIES):
+        _, top, _, (x, y) = cv2.minMaxLoc(scores)
+        if float(image[y:y + rows, x:x + cols].std()) >= _FLAT_STD:
+            return float(top), (x, y)
+        scores[max(0, y - rows):y + rows, max(0, x - cols):x + cols] = -1.0
+    return -1.0, (0, 0)
