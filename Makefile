@@ -57,9 +57,12 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
+# Two workers (pytest-xdist), each taking whole files so that module fixtures are built once:
+# about 7.5 min instead of 11.5 on 2 cores. PYTEST_WORKERS=0 runs everything in one process.
 # pytest exits 5 when it collects no test: a broken test tree, never a pass.
+PYTEST_WORKERS ?= 2
 pytest: $(STAMP)
-	$(PY) -m pytest; rc=$$?; \
+	$(PY) -m pytest -n $(PYTEST_WORKERS) --dist loadfile; rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "pytest collected no tests" >&2; exit 1; fi; exit $$rc
 
 test: lint typecheck pytest
