@@ -20,6 +20,7 @@ from typer.testing import CliRunner
 
 from flows.generate import generate_flow
 from needleforge.cli import app
+from needleforge.nemo.instance import is_instance_key
 from needleforge.store import Store
 
 runner = CliRunner()
@@ -71,7 +72,7 @@ def test_nemo_and_render_from_the_cli(corpus_db: tuple[Path, Path], tmp_path: Pa
     with Store(db, read_only=True) as store:
         scans = store.negative_scans()
     assert scans, "object targets' negatives are scanned and the scans stored"
-    instance = [s for s in scans if s.probe_key.startswith("instance ")]
+    instance = [s for s in scans if is_instance_key(s.probe_key)]
     assert instance, "the instance check ran on object targets' negatives too"
 
     again = runner.invoke(app, ["nemo", "--db", str(db), "--params", str(params)])
@@ -114,7 +115,7 @@ def test_generate_flow(corpus_db: tuple[Path, Path], tmp_path: Path) -> None:
     assert counts["passed"] <= counts["questions"]
     with Store(db, read_only=True) as store:
         label_scans = [s for s in store.negative_scans()
-                       if not s.probe_key.startswith("instance ")]  # those come with plans
+                       if not is_instance_key(s.probe_key)]  # those come with plans
         assert counts["scenes_scanned"] == len(label_scans) > 0
         flow_rows = store.query("SELECT * FROM montage_segments ORDER BY ALL")
     assert generate_flow(db, params)["scenes_scanned"] == 0

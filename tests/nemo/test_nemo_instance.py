@@ -19,7 +19,7 @@ from PIL import Image
 from needleforge.backends.base import RGBImage
 from needleforge.backends.embedded.detector import EmbeddedDetector
 from needleforge.backends.writing import Keyframe
-from needleforge.nemo.instance import InstanceMatcher
+from needleforge.nemo.instance import InstanceMatcher, is_instance_key
 from needleforge.nemo.probe import TiledProbe
 from needleforge.nemo.targets import Target
 from needleforge.records import Box, ObjectTrack, Scene, TimedBox
@@ -181,7 +181,7 @@ def test_the_probe_asks_the_label_first_then_the_instance(images: dict[int, RGBI
     assert itself.describe().startswith("instance check: cat at")
     assert probe.evidence(SCENES[3], target) is None
     assert probe.evidence(SCENES[3], Target("scene", SCENES[0])) is None
-    kinds = [s.probe_key.startswith("instance ") for s in probe.new_scans()]
+    kinds = [is_instance_key(s.probe_key) for s in probe.new_scans()]
     assert kinds == [False, False, False, True, True]
     assert probe.cost.instances is matcher.cost
     assert "instance check: 2 target/scene pair(s) matched" in probe.cost.describe()

@@ -58,6 +58,13 @@ _FLAT_STD = 3.0
 _MIN_CROP_PX = 8
 #: Best places of a scale looked at before its windows are deemed all flat.
 _FLAT_TRIES = 8
+#: Every instance scan's key starts with this; label scans' keys never do.
+INSTANCE_KEY_PREFIX = "instance "
+
+
+def is_instance_key(probe_key: str) -> bool:
+    """Whether a stored scan's ``probe_key`` is an instance check's (else a label check's)."""
+    return probe_key.startswith(INSTANCE_KEY_PREFIX)
 
 
 @dataclasses.dataclass(slots=True)
@@ -136,12 +143,12 @@ class InstanceMatcher:
         """The scan key of ``track``: its id, the template box (time and place), the
         settings."""
         box = _template_box(track)
-        return (f"instance {track.object_id}@{box.t_s:.3f} [{box.box.x:.4f},{box.box.y:.4f},"
-                f"{box.box.w:.4f},{box.box.h:.4f}] {self.spec}")
+        place = f"{box.box.x:.4f},{box.box.y:.4f},{box.box.w:.4f},{box.box.h:.4f}"
+        return f"{INSTANCE_KEY_PREFIX}{track.object_id}@{box.t_s:.3f} [{place}] {self.spec}"
 
     def owns(self, scan: SceneScan) -> bool:
         """Whether ``scan`` was made by a matcher with these settings."""
-        return scan.probe_key.startswith("instance ") and scan.probe_key.endswith(self.spec)
+        return is_instance_key(scan.probe_key) and scan.probe_key.endswith(self.spec)
 
     def preload(self, scans: Iterable[SceneScan]) -> int:
         """Take earlier scans made with these settings (others are ignored); returns how
