@@ -162,12 +162,14 @@ def split_counts(total: int, weights: Sequence[int]) -> list[int]:
     return counts
 
 
-def _question(target: Target, plan: Montage, tables: SceneTables) -> Question:
+def _description(target: Target, tables: SceneTables) -> str:
     if target.target_object is not None:
-        description = target.target_object.referring_expression
-    else:
-        top = tables.view(target.scene).tag_names[:3]
-        description = "A scene tagged " + ", ".join(top) + "."
+        return target.target_object.referring_expression
+    return "A scene tagged " + ", ".join(tables.view(target.scene).tag_names[:3]) + "."
+
+
+def _question(target: Target, plan: Montage, tables: SceneTables) -> Question:
+    description = _description(target, tables)
     qid = question_id_for(plan.montage_id, needle_type=target.needle_type,
                           target_id=target.target_id, template_id="bench-1")
     return Question(qid, plan.montage_id, target.needle_type, target.scene.scene_id,
@@ -185,7 +187,8 @@ def stage2(corpus: Corpus, tables: SceneTables, *, counts: dict[NeedleType, int]
     for needle_type, n in counts.items():
         pool = [t for t in targets if t.needle_type == needle_type]
         chosen += rng.sample(pool, min(len(pool), int(n * 1.05) + 50))
-    excluded = {t.target_id: excluded_terms(t, tables, params=nemo) for t in chosen}
+    excluded = {t.target_id: excluded_terms(t, tables, text=_description(t, tables))
+                for t in chosen}
     index = TermIndex(tables, watched=set().union(*excluded.values()))
     made: dict[NeedleType, int] = dict.fromkeys(counts, 0)
     montages, questions, verdicts = [], [], []

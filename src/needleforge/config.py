@@ -3,8 +3,9 @@
 Every model forbids unknown keys, so a typo (``sed:`` for ``seed:``) fails loudly with the key
 named instead of silently using a default. Paths are not parameters: each stage's inputs and
 outputs come from its command line, as DVC stages declare them.
-Its only imports inside the package are leaves: errors, the section base and the expand
-section (:mod:`needleforge.expand_params`).
+Its only imports inside the package are leaves: errors, the section base, the expand
+section (:mod:`needleforge.expand_params`) and the objects section
+(:mod:`needleforge.object_params`).
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ from needleforge.errors import ConfigError
 from needleforge.expand_params import BucketCaps as BucketCaps
 from needleforge.expand_params import CellCaps as CellCaps
 from needleforge.expand_params import ExpandParams as ExpandParams
+from needleforge.object_params import DEFAULT_LABEL_FAMILIES as DEFAULT_LABEL_FAMILIES
+from needleforge.object_params import ObjectParams as ObjectParams
 from needleforge.params_base import Section as _Section
 
 
@@ -119,37 +122,6 @@ class SceneParams(_Section):
         return 27.0 if self.detector == "content" else 3.0
 
 
-class ObjectParams(_Section):
-    """Tagging, detection and tracking for ``needleforge objects``.
-
-    ``iou_threshold`` and ``max_centroid_dist`` (Euclidean distance between box centres in
-    normalized frame units) decide when a detection continues a track; ``max_gap_s`` is how
-    long a track may go unseen (measured from its last hit to the keyframe before the new hit)
-    and still continue; tracks with fewer than ``min_hits`` detections are dropped.
-    Detections below ``min_detection_score`` are ignored and scene tags below
-    ``min_tag_score`` are dropped. ``detector``/``tagger`` name backends in the registry;
-    ``ocr`` also reads on-screen text. The tagger sees ``tag_keyframes_per_scene`` keyframes
-    spread evenly over each scene (``None``: every keyframe): a scene's tags change little
-    within a shot, and tagging every keyframe cost a fifth of the stage. ``*_options`` go to
-    the backend's constructor (e.g.
-    ``tagger_options: {model_dir: models/smolvlm}`` for ``hf_vlm``, ``{checkpoint: …}`` for
-    ``ram_plus``); the registry rejects options a backend does not take, naming them.
-    """
-
-    iou_threshold: Annotated[float, Field(gt=0, le=1)] = 0.3
-    max_centroid_dist: Annotated[float, Field(ge=0, le=1.5)] = 0.15
-    max_gap_s: Annotated[float, Field(ge=0, le=60)] = 1.0
-    min_hits: Annotated[int, Field(ge=1)] = 2
-    min_detection_score: Annotated[float, Field(ge=0, le=1)] = 0.5
-    min_tag_score: Annotated[float, Field(ge=0, le=1)] = 0.3
-    detector: Annotated[str, Field(min_length=1)] = "embedded"
-    tagger: Annotated[str, Field(min_length=1)] = "embedded"
-    ocr: bool = False
-    tag_keyframes_per_scene: Annotated[int, Field(ge=1)] | None = 2
-    detector_options: dict[str, str | int | float | bool] = Field(default_factory=dict)
-    tagger_options: dict[str, str | int | float | bool] = Field(default_factory=dict)
-
-
 #: Labels too broad to ground as an object needle (NeMo Table 15: "the sky, sidewalk, slope").
 DEFAULT_ABSTRACT_LABELS: tuple[str, ...] = (
     "background", "ceiling", "cloud", "dirt", "field", "floor", "grass", "ground", "ocean",
@@ -164,8 +136,10 @@ class NemoParams(_Section):
     A target scene lasts longer than ``min_scene_s``; its object needle is the most prominent
     object visible for at least ``min_visible_s`` with a mean box area in
     ``[min_area_frac, max_area_frac]`` of the frame (seed 001, App. D.2). A scene needle also
-    needs ``min_scene_tags`` distinct tags; its top ``scene_top_tags`` tags are what negatives
-    must not hold. Each short montage draws its length uniformly from
+    needs ``min_scene_tags`` distinct tags and is described by up to ``scene_top_tags`` of
+    them. A negative may hold nothing the written question names; terms held by more than
+    ``common_term_share`` of a video's scenes (a "person" in nearly every shot) are common
+    there, and describers leave them out. Each short montage draws its length uniformly from
     ``[short_min_s, short_max_s]`` and fills it with whole negative scenes of at least
     ``min_negative_s``; a target that cannot reach ``short_min_s`` with ``min_negatives`` or
     more negatives is skipped. ``max_targets`` caps the targets (0 = all), sampled with
@@ -194,6 +168,7 @@ class NemoParams(_Section):
     max_area_frac: Annotated[float, Field(gt=0, le=1)] = 0.25
     min_scene_tags: Annotated[int, Field(ge=1)] = 2
     scene_top_tags: Annotated[int, Field(ge=1, le=20)] = 3
+    common_term_share: Annotated[float, Field(gt=0, le=1)] = 0.5
     short_min_s: Annotated[float, Field(gt=0, lt=150)] = 20.0
     short_max_s: Annotated[float, Field(gt=0, lt=150)] = 140.0
     min_negative_s: Annotated[float, Field(gt=0)] = 1.0

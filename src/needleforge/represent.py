@@ -26,6 +26,7 @@ from needleforge.backends import Detector, Registry, Tagger, TextReader
 from needleforge.config import ObjectParams, SceneParams
 from needleforge.errors import BackendError, NeedleforgeError, SubtitleError
 from needleforge.objects import build_objects, scene_tags
+from needleforge.objects.tracker import usable
 from needleforge.records import (
     Detection,
     ObjectTrack,
@@ -202,23 +203,25 @@ def _represent_scene(
         found = _backend_call(models.detector, Detection, scene_id, frame.t_s,
                               functools.partial(models.detector.detect, frame.image,
                                                 t_s=frame.t_s))
-        detections.append((frame.t_s, [d for d in found if d.score >= params.min_detection_score]))
+        detections.append((frame.t_s, [d for d in found if usable(d, params=params)]))
     tagged = _spread(len(frames), params.tag_keyframes_per_scene)
     tag_lists: list[list[TagScore]] = [
         _backend_call(models.tagger, TagScore, scene_id, frames[i].t_s,
                       functools.partial(models.tagger.tag, frames[i].image))
         for i in tagged]
-    merged = scene_tags(tag_lists, detections, min_score=params.min_tag_score)
-    provenance = f"{models.tagger.name}+{models.detector.name}"
-    versions = f"{models.tagger.version}+{models.detector.version}"
-    tags = [SceneTag(scene_id, t.tag, t.score, provenance, versions) for t in merged]
-    if models.text_reader is not None:
-        tags += _ocr_tags(scene_id, frames, models.text_reader)
     objects = build_objects(
         [(f.t_s, f.image) for f in frames], detections, scene_id=scene_id,
         scene_start_s=start_s, scene_end_s=end_s, params=params,
         backend=models.detector.name, model_version=models.detector.version,
     )
+    merged = scene_tags(tag_lists, objects, min_score=params.min_tag_score,
+                        min_keyframes=params.min_tag_keyframes,
+                        min_label_keyframes=params.min_label_keyframes)
+    provenance = f"{models.tagger.name}+{models.detector.name}"
+    versions = f"{models.tagger.version}+{models.detector.version}"
+    tags = [SceneTag(scene_id, t.tag, t.score, provenance, versions) for t in merged]
+    if models.text_reader is not None:
+        tags += _ocr_tags(scene_id, frames, models.text_reader)
     return tags, objects
 
 

@@ -94,11 +94,15 @@ def corpus(programs: Mapping[str, int] | None = None, *, scenes: int = 80, seed:
     return out
 
 
-def _question(target: Target, plan: Montage, tables: SceneTables) -> Question:
+def _description(target: Target, tables: SceneTables) -> str:
+    """What the stand-in writer says: the referring expression, or the top three tags."""
     if target.target_object is not None:
-        description = target.target_object.referring_expression
-    else:
-        description = "A scene tagged " + ", ".join(tables.view(target.scene).tag_names[:3]) + "."
+        return target.target_object.referring_expression
+    return "A scene tagged " + ", ".join(tables.view(target.scene).tag_names[:3]) + "."
+
+
+def _question(target: Target, plan: Montage, tables: SceneTables) -> Question:
+    description = _description(target, tables)
     qid = question_id_for(plan.montage_id, needle_type=target.needle_type,
                           target_id=target.target_id, template_id="test-1")
     return Question(qid, plan.montage_id, target.needle_type, target.scene.scene_id,
@@ -114,8 +118,10 @@ def short_stage(data: Corpus, *, nemo: NemoParams | None = None, fail_every: int
     out = Short([], [], [])
     for i, target in enumerate(select_targets(tables, params=nemo)):
         rng = random.Random(f"short:{target.target_id}")
-        plan = plan_short_montage(target, select_negatives(target, tables, params=nemo, rng=rng),
-                                  params=nemo, rng=rng)
+        excluded = excluded_terms(target, tables, text=_description(target, tables))
+        plan = plan_short_montage(
+            target, select_negatives(target, tables, params=nemo, rng=rng, excluded=excluded),
+            params=nemo, rng=rng)
         if isinstance(plan, PlanSkip):
             continue
         question = _question(target, plan, tables)
@@ -164,7 +170,7 @@ def _check_disjoint(montage: Montage, targets: dict[str, Target], tables: SceneT
                     nemo: NemoParams) -> None:
     """No scene other than a target's own pieces holds what that target excludes."""
     for target_id, target in targets.items():
-        excluded = excluded_terms(target, tables, params=nemo)
+        excluded = excluded_terms(target, tables, text=_description(target, tables))
         for seg in montage.segments:
             if seg.role == "target" and seg.target_id == target_id:
                 continue

@@ -82,7 +82,7 @@ def test_long_montages_carry_several_mutually_disjoint_targets(
     long_ids = [m.montage_id for m in result.montages if m.bucket == "long"]
     assert max(len(per_montage[m]) for m in long_ids) == 3
     for mid in long_ids:
-        excluded = [excluded_terms(ec._target_of(q, tables), tables, params=NemoParams())
+        excluded = [excluded_terms(ec._target_of(q, tables), tables, text=q.description)
                     for q in per_montage[mid]]
         for i, a in enumerate(excluded):
             for b in excluded[i + 1:]:

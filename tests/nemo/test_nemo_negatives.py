@@ -25,17 +25,22 @@ def test_object_negatives_hold_no_tag_or_object_of_the_label() -> None:
     assert sorted(n.scene_id for n in got) == [s[3].scene_id, s[4].scene_id]
 
 
-def test_scene_negatives_exclude_only_the_top_tags() -> None:
+def test_scene_negatives_exclude_what_the_question_names() -> None:
     c = corpus()
     tables = index_tables(c.scenes, tags=c.tags, objects=c.objects)
     target = Target("scene", c.scene(0))
-    assert excluded_terms(target, tables, params=params()) == {"cat", "sofa", "living room"}
-    assert excluded_terms(target, tables, params=params(scene_top_tags=1)) == {"cat"}
+    text = "A scene with a white cat, in a setting tagged sofa and living room."
+    assert excluded_terms(target, tables, text=text) == {"cat", "sofa", "living room"}
+    # Colour words are attributes, not terms; a tag the question does not name is no
+    # reason to refuse a negative.
+    assert excluded_terms(target, tables, text="the white cat") == {"cat"}
+    assert excluded_terms(target, tables, text="") == frozenset()
     lamp = make_scene(12, c.scenes[-1].end_s, c.scenes[-1].end_s + 6.0)
     tables = index_tables([*c.scenes, lamp], tags=[*c.tags, make_tag(lamp, "lamp")],
                           objects=c.objects)
-    got = {n.scene_id for n in select_negatives(target, tables, params=params(),
-                                                rng=random.Random(0))}
+    got = {n.scene_id for n in select_negatives(
+        target, tables, params=params(), rng=random.Random(0),
+        excluded=excluded_terms(target, tables, text=text))}
     assert lamp.scene_id in got                      # 4th tag of the target: allowed
     assert c.scene(0).scene_id not in got and c.scene(6).scene_id not in got
     for scene_id in got:

@@ -100,7 +100,7 @@ def test_generated_montages_keep_every_invariant(
             assert targets[0].src_end_s >= min(target_obj.end_s, scenes[
                 target_obj.scene_id].end_s) - _TOL
         target = Target(question.needle_type, scenes[question.target_scene_id], target_obj)
-        excluded = excluded_terms(target, tables_, params=p)
+        excluded = excluded_terms(target, tables_, text=f"{question.description}\n{question.text}")
         for segment in negatives:
             terms = tables_.view(scenes[segment.scene_id]).terms
             assert not any(holds(terms, term) for term in excluded)

@@ -90,18 +90,38 @@ def test_build_objects_always_yields_valid_unique_records(
     assert len(set(phrases)) == len(phrases)
 
 
-def test_scene_tags_union_with_max_score() -> None:
-    tags = [[TagScore("tabby cat", 0.4), TagScore("Sofa", 0.35)],
+def _tags(tags: list[list[TagScore]], tracks: list[ObjectTrack], *, min_score: float = 0.3,
+          min_keyframes: int = 2, min_label_keyframes: int = 2) -> list[TagScore]:
+    return scene_tags(tags, tracks, min_score=min_score, min_keyframes=min_keyframes,
+                      min_label_keyframes=min_label_keyframes)
+
+
+def test_scene_tags_need_consensus_and_tracked_labels() -> None:
+    red, blue = _build(*_scene())
+    tags = [[TagScore("tabby cat", 0.4), TagScore("Sofa", 0.9)],
             [TagScore("tabby cat", 0.7), TagScore("lamp", 0.1)]]
-    frames = timeline([0.0, 1.0], det(0.0, "cat", 0.1, 0.1, score=0.9),
-                      det(1.0, "cat", 0.1, 0.1, score=0.5), det(1.0, "sofa", 0.5, 0.5, score=0.6))
-    assert scene_tags(tags, frames, min_score=0.3) == [
-        TagScore("cat", 0.9), TagScore("tabby cat", 0.7), TagScore("sofa", 0.6)]
-    assert scene_tags([], [], min_score=0.0) == []
-    equal = scene_tags([[TagScore("b", 0.5), TagScore("a", 0.5)]], [], min_score=0.0)
+    # "Sofa" scores 0.9 on one keyframe only: one frame's guess is no scene word.
+    assert [(t.tag, round(t.score, 6)) for t in _tags(tags, [red, blue])] == [
+        ("cup", 0.8), ("tabby cat", 0.55)]
+    assert [t.tag for t in _tags(tags, [red, blue], min_keyframes=1)] == [
+        "cup", "tabby cat", "sofa"]
+    # The mean counts a keyframe without the tag as 0.
+    assert [t.tag for t in _tags(tags, [], min_keyframes=1, min_score=0.3)] == [
+        "tabby cat", "sofa"]
+    # A label counts only from a track seen on enough keyframes.
+    assert [t.tag for t in _tags(tags, [red], min_label_keyframes=5)] == ["tabby cat"]
+    assert _tags([], []) == []
+    equal = _tags([[TagScore("b", 0.5), TagScore("a", 0.5)]], [], min_score=0.0)
     assert [t.tag for t in equal] == ["a", "b"]
     with pytest.raises(ValueError, match=re.escape("min_score = 1.5")):
-        scene_tags(tags, frames, min_score=1.5)
+        _tags(tags, [], min_score=1.5)
+    with pytest.raises(ValueError, match=re.escape("min_keyframes = 0")):
+        _tags(tags, [], min_keyframes=0)
+
+
+def test_a_tagger_that_only_returns_low_scores_gives_no_scene_words() -> None:
+    low = [[TagScore("window screen", 0.12), TagScore("street sign", 0.2)]] * 3
+    assert _tags(low, []) == []
 
 
 def test_objects_params_defaults_and_validation() -> None:

@@ -1,7 +1,8 @@
-"""Referring expressions: shortest distinguishing phrase, ordinals, uniqueness per scene."""
+"""Referring expressions: shortest distinguishing phrase, look-alikes, people, uniqueness."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import pytest
@@ -11,7 +12,16 @@ from hypothesis import strategies as st
 from needleforge.objects import plural, referring_expressions
 from needleforge.objects.expressions import ordinal_word
 from needleforge.records import ObjectAttributes
-from needleforge.records.phrases import POSITION_NAMES
+from needleforge.records.phrases import (
+    COLOUR_NAMES,
+    PERSON_WORDS,
+    POSITION_NAMES,
+    UNTELLABLE_MARK,
+)
+
+#: A colour word right before a word for people ("a black person"): never written.
+COLOUR_BEFORE_PERSON = re.compile(
+    r"\b(?:" + "|".join(COLOUR_NAMES) + r")\s+(?:" + "|".join(sorted(PERSON_WORDS)) + r")\b")
 
 
 @dataclass(frozen=True)
@@ -42,7 +52,7 @@ def ref(tag: str, colour: str = "white", position: str = "left", size_rank: int 
         ([ref("cat", size_rank=1), ref("cat", size_rank=3)], ["the larger cat", "the smaller cat"]),
         ([ref("cat", "white", "left", 1), ref("cat", "white", "left", 2),
           ref("cat", "black", "right", 3)],
-         ["the largest cat", "the second-largest cat", "the black cat"]),
+         ["the largest cat", "the smaller white cat", "the black cat"]),
         ([ref("cat", "white", "left"), ref("cat", "black", "left"),
           ref("cat", "white", "right")],
          ["the white cat on the left", "the black cat", "the cat on the right"]),
@@ -58,23 +68,42 @@ def test_shortest_distinguishing_phrase(tracks: list[Ref], expected: list[str]) 
     assert referring_expressions(tracks) == expected
 
 
-def test_indistinguishable_tracks_get_ordinals_by_appearance() -> None:
+def test_indistinguishable_tracks_are_marked_not_numbered() -> None:
+    # No ordinal ("the second of the two white cats"): a viewer cannot resolve it.
     tracks = [ref("cat", start_s=3.0), ref("cat", start_s=1.0), ref("dog"),
               ref("cat", "black", start_s=0.0)]
-    assert referring_expressions(tracks) == [
-        "the second of the two white cats on the left",
-        "the first of the two white cats on the left",
-        "the dog", "the black cat"]
+    phrases = referring_expressions(tracks)
+    assert phrases[2:] == ["the dog", "the black cat"]
+    assert all(p.startswith("the white cat on the left (one of two alike)")
+               for p in phrases[:2])
+    assert phrases[0] != phrases[1]
     people = [ref("person", start_s=float(t)) for t in range(3)]
-    assert referring_expressions(people)[2] == "the third of the three white people on the left"
+    assert all(p.startswith("the person in white on the left (one of three alike)")
+               for p in referring_expressions(people))
+
+
+def test_middle_sizes_are_not_named() -> None:
+    cats = [ref("cat", size_rank=r) for r in (1, 2, 3)]
+    phrases = referring_expressions(cats)
+    assert phrases[0] == "the largest cat" and phrases[2] == "the smallest cat"
+    assert UNTELLABLE_MARK in phrases[1] and "second" not in phrases[1]
 
 
 def test_empty_attributes_are_never_used() -> None:
     tracks = [ref("cat", colour="", position="left"), ref("cat", colour="", position="right")]
     assert referring_expressions(tracks) == ["the cat on the left", "the cat on the right"]
     same = [ref("cat", colour="", position="", start_s=1.0), ref("cat", colour="", position="")]
-    assert referring_expressions(same) == [
-        "the second of the two cats", "the first of the two cats"]
+    assert all(p.startswith("the cat (one of two alike)") for p in referring_expressions(same))
+
+
+@pytest.mark.parametrize("label", sorted(PERSON_WORDS))
+def test_no_colour_word_directly_before_a_person_word(label: str) -> None:
+    for colour in COLOUR_NAMES:
+        tracks = [ref(label, colour, "left", 1), ref(label, "grey" if colour != "grey" else
+                                                      "red", "left", 2)]
+        for phrase in referring_expressions(tracks):
+            assert not COLOUR_BEFORE_PERSON.search(phrase), phrase
+            assert f"{label} in " in phrase
 
 
 def test_labels_that_contain_attribute_words_fall_back_to_suffixes() -> None:
@@ -108,7 +137,7 @@ def test_ordinal_words() -> None:
 
 _POSITIONS = [name for row in POSITION_NAMES for name in row]
 _refs = st.builds(
-    ref, st.sampled_from(["cat", "dog", "cell phone"]),
+    ref, st.sampled_from(["cat", "dog", "cell phone", "person"]),
     st.sampled_from(["white", "black", "red", "blue"]), st.sampled_from(_POSITIONS),
     st.integers(1, 4), st.sampled_from([0.0, 1.0, 2.0]),
 )
@@ -120,8 +149,10 @@ def test_expressions_are_unique_within_a_scene(tracks: list[Ref]) -> None:
     phrases = referring_expressions(tracks)
     assert len(phrases) == len(tracks)
     assert len(set(phrases)) == len(phrases)
-    # With clean labels, uniqueness holds by construction: the suffix fallback never fires.
-    assert not any("(object" in p for p in phrases)
+    # With clean labels, uniqueness holds by construction: the suffix fallback fires only
+    # for look-alikes, which are marked untellable (writers skip them).
+    assert not any("(object" in p for p in phrases if UNTELLABLE_MARK not in p)
+    assert not any(COLOUR_BEFORE_PERSON.search(p) for p in phrases)
     for track, phrase in zip(tracks, phrases, strict=True):
         assert phrase.startswith("the ")
         same_label = [t for t in tracks if t.tag == track.tag]

@@ -87,6 +87,9 @@ class TargetView:
     """The target scene as a describer sees it; ``target_object`` is None for scene needles.
 
     ``keyframes`` may be empty (the embedded backends read only the tables).
+    ``common_terms`` are terms (normalized tags and labels) that most scenes of the video
+    hold: naming them tells the target apart from nothing, and since a negative may hold
+    nothing the question names, a description naming them finds no negatives.
     """
 
     scene: Scene
@@ -94,6 +97,7 @@ class TargetView:
     objects: tuple[ObjectTrack, ...]
     target_object: ObjectTrack | None
     keyframes: tuple[Keyframe, ...] = dataclasses.field(default=(), compare=False)
+    common_terms: frozenset[str] = dataclasses.field(default=frozenset(), compare=False)
 
     def __post_init__(self) -> None:
         _belongs(self.scene, self.tags, self.objects)

@@ -2,14 +2,18 @@
 
 For every target (:mod:`~needleforge.nemo.targets`), in a stable order:
 
-1. choose negatives from the same video (:mod:`~needleforge.nemo.negatives`) and plan a
-   short montage (:mod:`~needleforge.nemo.plan`) — cheap table work first, so a target that
-   cannot get a montage never costs a model call. With a ``probe``
+1. let the describer write the needle (or skip it, e.g. an abstract object). It is told
+   which terms are common in the video (held by more than ``common_term_share`` of its
+   scenes), since they tell no scene apart;
+2. choose negatives from the same video that hold nothing the written question names
+   (:mod:`~needleforge.nemo.negatives`) and plan a short montage
+   (:mod:`~needleforge.nemo.plan`). Writing comes first because negatives are chosen by
+   what the question says; a target that then gets no montage cost one describer call.
+   With a ``probe``
    (:mod:`~needleforge.nemo.probe`), each negative an **object** montage would take is first
    checked for the target's label, and for the target object itself; a scene where either
    is seen is passed over (and listed in ``rejected_negatives``), so the answer never
    omits an appearance the tables missed;
-2. let the describer write the needle (or skip it, e.g. an abstract object);
 3. let the verifier judge the written needle against the montage's own negatives.
 
 Every question gets a verdict; only passed ones are releasable (:meth:`GenerationResult.
@@ -41,7 +45,7 @@ from needleforge.backends.writing import (
 )
 from needleforge.config import NemoParams
 from needleforge.errors import NemoError
-from needleforge.nemo.negatives import select_negatives
+from needleforge.nemo.negatives import excluded_terms, select_negatives
 from needleforge.nemo.plan import PlanSkip, plan_short_montage, question_id_for
 from needleforge.nemo.probe import NegativeProbe, Refusal
 from needleforge.nemo.tables import SceneTables, index_tables
@@ -194,14 +198,11 @@ def _generate_one(
     rejected: list[RejectedNegative],
 ) -> _Made | SkipRecord:
     rng = random.Random(f"nemo-plan:{params.seed}:{target.needle_type}:{target.target_id}")
-    negatives = select_negatives(target, tables, params=params, rng=rng)
-    plan = plan_short_montage(target, negatives, params=params, rng=rng,
-                              accept=_acceptor(target, backends.probe, rejected))
-    if isinstance(plan, PlanSkip):
-        return SkipRecord(target.target_id, target.needle_type, "plan", plan.reason)
     base = tables.view(target.scene)
     view = TargetView(base.scene, base.tags, base.objects, target.target_object,
-                      backends.frames(target.scene))
+                      backends.frames(target.scene),
+                      common_terms=tables.common_terms(target.video_id,
+                                                       share=params.common_term_share))
     written = backends.describer.write(view, needle_type=target.needle_type)
     if isinstance(written, Skip):
         return SkipRecord(target.target_id, target.needle_type, "describe",
@@ -209,6 +210,13 @@ def _generate_one(
     if written.needle_type != target.needle_type:
         raise NemoError(f"describer {backends.describer.name} wrote a {written.needle_type} "
                         f"needle for {target.needle_type} target {target.target_id}")
+    excluded = excluded_terms(target, tables, text=f"{written.description}\n{written.question}")
+    negatives = select_negatives(target, tables, params=params, rng=rng, excluded=excluded)
+    plan = plan_short_montage(target, negatives, params=params, rng=rng,
+                              accept=_acceptor(target, backends.probe, rejected))
+    if isinstance(plan, PlanSkip):
+        return SkipRecord(target.target_id, target.needle_type, "plan",
+                          f"{plan.reason}; negatives may hold none of {sorted(excluded)}")
     question = Question(
         question_id=question_id_for(plan.montage_id, needle_type=target.needle_type,
                                     target_id=target.target_id,

@@ -6,11 +6,16 @@ Here a scene is a negative for a target when it
 
 * belongs to the same video and is not the target scene,
 * lasts at least ``min_negative_s`` (shorter flashes are hard to see and to cut),
-* holds none of the **excluded terms**, neither as a tag nor as an object label — for an
-  object needle the object's label, for a scene needle the target's top
-  ``scene_top_tags`` tags. A term "held" includes tags that contain it as whole words (a
-  ``tabby cat`` tag excludes a scene from a ``cat`` question), see
-  :func:`needleforge.records.phrases.holds`.
+* holds none of the **excluded terms**, neither as a tag nor as an object label: every
+  term the written question names (its description and text, read against the tables'
+  vocabulary), and for an object needle the object's label. A term "held" includes tags
+  that contain it as whole words (a ``tabby cat`` tag excludes a scene from a ``cat``
+  question), see :func:`needleforge.records.phrases.holds`.
+
+Negatives are chosen by **what the question says**, not by the target's top tags: on real
+footage a common label ("person": an arm, a hand, a poster) is among the top tags of nearly
+every scene, and excluding it emptied every pool although no question named it. So the
+question is written first, and a scene that shows anything it names is never a negative.
 
 The eligible scenes are listed by scene index and shuffled with the caller's seeded
 ``random.Random``, so the order depends only on the seed and the tables.
@@ -24,17 +29,19 @@ from needleforge.config import NemoParams
 from needleforge.nemo.tables import SceneTables
 from needleforge.nemo.targets import Target
 from needleforge.records import Scene
-from needleforge.records.phrases import holds, normalize, ranked_tags
+from needleforge.records.phrases import ATTRIBUTE_WORDS, holds, named_terms, normalize
 
 _EPS = 1e-9
 
 
-def excluded_terms(target: Target, tables: SceneTables, *, params: NemoParams) -> frozenset[str]:
-    """What a negative of ``target`` must not hold (normalized): its label or its top tags."""
+def excluded_terms(target: Target, tables: SceneTables, *, text: str) -> frozenset[str]:
+    """What a negative of ``target`` must not hold (normalized): every term of the tables'
+    vocabulary that ``text`` (the written description and question) names, and for an
+    object needle its label. Colour and position words are attributes, not terms."""
+    named = set(named_terms(text, tables.vocabulary - ATTRIBUTE_WORDS))
     if target.target_object is not None:
-        return frozenset({normalize(target.target_object.tag)})
-    tags = ranked_tags(tables.tags_by_scene.get(target.scene.scene_id, ()))
-    return frozenset(tags[: params.scene_top_tags])
+        named.add(normalize(target.target_object.tag))
+    return frozenset(named)
 
 
 def clashes(scene: Scene, tables: SceneTables, *, excluded: frozenset[str]) -> list[str]:
@@ -44,9 +51,13 @@ def clashes(scene: Scene, tables: SceneTables, *, excluded: frozenset[str]) -> l
 
 
 def select_negatives(
-    target: Target, tables: SceneTables, *, params: NemoParams, rng: random.Random
+    target: Target, tables: SceneTables, *, params: NemoParams, rng: random.Random,
+    excluded: frozenset[str] | None = None,
 ) -> list[Scene]:
     """Every eligible negative scene of ``target``, in a seeded random order.
+
+    ``excluded`` is what a negative may not hold (:func:`excluded_terms` of the written
+    question); None = the object's label only (nothing for a scene needle).
 
     Raises:
         ValueError: when the target's video has no scenes in ``tables``.
@@ -54,7 +65,8 @@ def select_negatives(
     scenes = tables.scenes_by_video.get(target.video_id)
     if not scenes:
         raise ValueError(f"target {target.target_id}: video {target.video_id} has no scenes")
-    excluded = excluded_terms(target, tables, params=params)
+    if excluded is None:
+        excluded = excluded_terms(target, tables, text="")
     pool = [
         scene for scene in scenes
         if scene.scene_id != target.scene.scene_id

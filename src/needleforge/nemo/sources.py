@@ -106,7 +106,9 @@ def _source(
         claims = frozenset(c for c in named_terms(question.description, terms)
                            if holds(terms, c))
     return Source(question, target, (own[0].src_start_s, own[0].src_end_s), negatives,
-                  excluded_terms(target, tables, params=nemo), claims, verified_by)
+                  excluded_terms(target, tables,
+                                 text=f"{question.description}\n{question.text}"),
+                  claims, verified_by)
 
 
 def find_sources(

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping
 
 from needleforge.backends.writing import SceneView
@@ -23,6 +23,18 @@ class SceneTables:
     tags_by_scene: Mapping[str, tuple[SceneTag, ...]]
     objects_by_scene: Mapping[str, tuple[ObjectTrack, ...]]
     scenes_by_id: Mapping[str, Scene]
+    #: Per video: how many of its scenes hold each term (tag or object label, normalized).
+    term_counts: Mapping[str, Mapping[str, int]] = dataclasses.field(default_factory=dict)
+    #: Every term some kept scene holds: what a description can be read against.
+    vocabulary: frozenset[str] = frozenset()
+
+    def common_terms(self, video_id: str, *, share: float) -> frozenset[str]:
+        """Terms held by more than ``share`` of the video's scenes (a "person" in nearly
+        every shot): they tell no scene apart, and a negative may not hold what the
+        question names, so a question naming them could find no negatives."""
+        n = len(self.scenes_by_video.get(video_id, ()))
+        counts = self.term_counts.get(video_id, {})
+        return frozenset(t for t, c in counts.items() if n and c / n > share)
 
     def video_ids(self) -> tuple[str, ...]:
         """Videos with at least one scene, sorted."""
@@ -69,7 +81,7 @@ def index_tables(
         _known(obj.scene_id, f"object {obj.object_id}", all_scenes)
         if obj.scene_id in kept_ids:
             object_groups[obj.scene_id].append(obj)
-    return SceneTables(
+    tables = SceneTables(
         scenes_by_video={v: tuple(sorted(g, key=lambda s: s.index)) for v, g in by_video.items()},
         scenes_by_id={s.scene_id: s for group in by_video.values() for s in group},
         tags_by_scene={k: tuple(sorted(g, key=lambda t: (t.tag, -t.score, t.backend)))
@@ -77,6 +89,10 @@ def index_tables(
         objects_by_scene={k: tuple(sorted(g, key=lambda o: o.object_id))
                           for k, g in object_groups.items()},
     )
+    counts = {video: Counter(t for scene in group for t in tables.view(scene).terms)
+              for video, group in tables.scenes_by_video.items()}
+    vocabulary = frozenset(t for c in counts.values() for t in c)
+    return dataclasses.replace(tables, term_counts=counts, vocabulary=vocabulary)
 
 
 def _known(scene_id: str, what: str, scenes: Mapping[str, Scene]) -> None:

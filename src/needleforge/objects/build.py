@@ -95,26 +95,55 @@ def build_objects(
 
 def scene_tags(
     tags_per_keyframe: Sequence[Sequence[TagScore]],
-    detections_by_time: Sequence[tuple[float, Sequence[Detection]]],
+    tracks: Sequence[ObjectTrack],
     *,
     min_score: float,
+    min_keyframes: int,
+    min_label_keyframes: int,
 ) -> list[TagScore]:
-    """The scene's tags: classifier tags and detector labels, each at its best score.
+    """The scene's tags: the tagger's by consensus, and the labels of its tracked objects.
 
-    Tags are merged by their lower-cased text with whitespace collapsed (the tagger's
-    "Dog" and the detector's "dog" are one tag); each keeps the maximum score seen on any
-    keyframe from either source. Tags whose best score is below ``min_score`` are dropped.
-    Sorted by score descending, then tag, so the result is deterministic.
+    A tagger tag counts when it is among the tagger's answers on at least ``min_keyframes``
+    of the tagged keyframes (all of them when there are fewer) and its mean score over the
+    tagged keyframes (0 where it is absent) is at least ``min_score``: one frame's guess is
+    not a scene word, and the same class recurring across a shot is. A detector label counts
+    when one of the scene's tracks (fragments already merged) has it on at least
+    ``min_label_keyframes`` keyframes, at that track's mean score. Tags are merged by their
+    lower-cased text with whitespace collapsed (the tagger's "Dog" and the detector's "dog"
+    are one tag), keeping the larger score; sorted by score descending, then tag.
 
-    Raises ``ValueError`` when ``min_score`` is not in [0, 1].
+    Raises ``ValueError`` when ``min_score`` is not in [0, 1] or a keyframe count is < 1.
     """
     if not 0.0 <= min_score <= 1.0:
         raise ValueError(f"min_score = {min_score!r} must be in [0, 1]")
+    if min_keyframes < 1 or min_label_keyframes < 1:
+        raise ValueError(f"min_keyframes = {min_keyframes!r} and min_label_keyframes = "
+                         f"{min_label_keyframes!r} must be >= 1")
     best: dict[str, float] = {}
-    scored = [(t.tag, t.score) for tags in tags_per_keyframe for t in tags]
-    scored += [(d.label, d.score) for _, detections in detections_by_time for d in detections]
-    for tag, score in scored:
-        key = " ".join(tag.split()).lower()
-        best[key] = max(score, best.get(key, 0.0))
-    kept = [TagScore(tag=tag, score=score) for tag, score in best.items() if score >= min_score]
+    for tag, score in _consensus(tags_per_keyframe, min_keyframes=min_keyframes).items():
+        if score >= min_score:
+            best[tag] = score
+    for track in tracks:
+        if len(track.boxes) >= min_label_keyframes:
+            key = " ".join(track.tag.split()).lower()
+            best[key] = max(track.mean_score, best.get(key, 0.0))
+    kept = [TagScore(tag=tag, score=score) for tag, score in best.items()]
     return sorted(kept, key=lambda t: (-t.score, t.tag))
+
+
+def _consensus(
+    tags_per_keyframe: Sequence[Sequence[TagScore]], *, min_keyframes: int
+) -> dict[str, float]:
+    """Tags found on enough tagged keyframes, at their mean score over all of them."""
+    n = len(tags_per_keyframe)
+    seen: dict[str, list[float]] = {}
+    for tags in tags_per_keyframe:
+        frame: dict[str, float] = {}
+        for t in tags:
+            key = " ".join(t.tag.split()).lower()
+            frame[key] = max(t.score, frame.get(key, 0.0))
+        for key, score in frame.items():
+            seen.setdefault(key, []).append(score)
+    need = min(min_keyframes, n)
+    return {key: min(1.0, sum(scores) / n) for key, scores in seen.items()
+            if len(scores) >= need}

@@ -12,13 +12,15 @@ size, in the priority colour > position > size::
             "the larger white cat on the left"
 
 Size words are relative to the tracks the other chosen attributes leave (the white cats on
-the left): "larger"/"smaller" between two, "largest"/"smallest"/"second-largest"… among
-more, from :attr:`ObjectAttributes.size_rank` (tracks sharing a rank cannot be told apart by
-size). An attribute that is empty (``""``) is never used.
+the left): "larger"/"smaller" between two, "largest"/"smallest" among more, from
+:attr:`ObjectAttributes.size_rank` (tracks sharing a rank, or in the middle of three or more,
+cannot be told apart by size: "second-largest" is nothing a viewer can check). An attribute
+that is empty (``""``) is never used. People never get a colour word before the noun: "the
+person in black on the left" (:func:`~needleforge.records.phrases.with_colour`).
 
-When no attribute set singles a track out, it is named by order of appearance (start time,
-then input order) among the same-label tracks of its colour and position:
-"the first of the two white cats on the left".
+When no attribute set singles a track out, the phrase says so — "the white cat on the left
+(one of two alike)" — and writers skip the object: an ordinal such as "the first of the two
+white cats" cannot be resolved by a viewer of the montage.
 
 **Uniqueness.** Within a scene, the phrases are pairwise different. By construction, two
 equal phrases would need the same label, the same attribute set with the same values and
@@ -36,7 +38,13 @@ from collections.abc import Sequence
 from typing import Literal, Protocol
 
 from needleforge.records import ObjectAttributes
-from needleforge.records.phrases import clean_label, number_word, plural, position_phrase
+from needleforge.records.phrases import (
+    UNTELLABLE_MARK,
+    clean_label,
+    number_word,
+    position_phrase,
+    with_colour,
+)
 
 Attribute = Literal["colour", "position", "size"]
 
@@ -93,11 +101,11 @@ def _size_word(rank: int, others: Sequence[int]) -> str | None:
         return "largest"
     if larger == len(others):
         return "smallest"
-    return f"{ordinal_word(larger + 1)}-largest"
+    return None
 
 
 def _phrase(*, label: str, colour: str, position: str, size: str = "") -> str:
-    words = ["the", size, colour, label, position_phrase(position)]
+    words = ["the", size, with_colour(label, colour), position_phrase(position)]
     return " ".join(w for w in words if w)
 
 
@@ -124,15 +132,15 @@ def _attribute_phrase(i: int, same: Sequence[int], tracks: Sequence[Referent]) -
     return None
 
 
-def _ordinal_phrase(i: int, same: Sequence[int], tracks: Sequence[Referent]) -> str:
-    """"the second of the three white cats on the left": order of appearance in the group."""
+def _untellable_phrase(i: int, same: Sequence[int], tracks: Sequence[Referent]) -> str:
+    """"the white cat on the left (one of two alike)": no attribute tells it apart, and an
+    ordinal ("the second of the three") is nothing a viewer of a montage can resolve."""
     me = tracks[i]
     group = [j for j in same
              if all(_value(tracks[j], a) == _value(me, a) for a in ("colour", "position"))]
-    group.sort(key=lambda j: (tracks[j].start_s, j))
-    head = f"the {ordinal_word(group.index(i) + 1)} of the {number_word(len(group))}"
-    return " ".join(w for w in (head, str(_value(me, "colour")), plural(me.tag),
-                                position_phrase(str(_value(me, "position")))) if w)
+    base = _phrase(label=clean_label(me.tag), colour=str(_value(me, "colour")),
+                   position=str(_value(me, "position")))
+    return f"{base}{UNTELLABLE_MARK}{number_word(len(group))} alike)"
 
 
 def referring_expressions(tracks: Sequence[Referent]) -> list[str]:
@@ -152,6 +160,6 @@ def referring_expressions(tracks: Sequence[Referent]) -> list[str]:
     for index, track in enumerate(tracks):
         same = by_label[clean_label(track.tag).lower()]
         phrase = _attribute_phrase(index, same, tracks)
-        phrases.append(phrase if phrase is not None else _ordinal_phrase(index, same, tracks))
+        phrases.append(phrase if phrase is not None else _untellable_phrase(index, same, tracks))
     counts = Counter(phrases)
     return [f"{p} (object {i + 1})" if counts[p] > 1 else p for i, p in enumerate(phrases)]

@@ -14,8 +14,11 @@ from keyframe to keyframe, not dense optical flow:
   centres lie within ``max_centroid_dist`` (Euclidean, normalized frame units). Pairs are
   taken best first — every IoU pair by IoU descending, then every centroid pair by distance
   ascending — each track and each detection at most once. Unmatched detections start tracks.
-* **Filtering.** Tracks with fewer than ``min_hits`` detections are dropped; detections
-  scoring below ``min_detection_score`` are ignored before association.
+* **Filtering.** Detections scoring below ``min_detection_score``, and boxes covering more
+  than ``max_box_area_frac`` of the frame, are ignored before association.
+* **Fragments.** Tracks of one object (one label family, lined up in time and place) are
+  merged (:mod:`needleforge.objects.fragments`); then tracks with fewer than ``min_hits``
+  detections are dropped.
 
 Everything is deterministic: ties break on input order and tracks come back sorted by start
 time, label, then the top-left of their first box.
@@ -30,6 +33,7 @@ from collections.abc import Sequence
 from statistics import fmean
 
 from needleforge.config import ObjectParams
+from needleforge.objects.fragments import merge_fragments
 from needleforge.records import Box, Detection, TimedBox
 
 #: Tolerance on times (seconds): keyframe timestamps come from float arithmetic.
@@ -211,7 +215,7 @@ def track_objects(
     builders: list[_Builder] = []
     open_tracks: list[_Builder] = []
     for k, (t_s, frame_detections) in enumerate(detections_by_time):
-        detections = [d for d in frame_detections if d.score >= params.min_detection_score]
+        detections = [d for d in frame_detections if usable(d, params=params)]
         if k > 0:
             # Unseen time is measured up to the previous keyframe; a closed track never reopens.
             open_tracks = [b for b in open_tracks
@@ -226,8 +230,19 @@ def track_objects(
                 builder = _Builder(order=len(builders), hits=[det], frames=[k])
                 builders.append(builder)
                 open_tracks.append(builder)
-    kept = [b for b in builders if len(b.hits) >= params.min_hits]
-    kept.sort(key=lambda b: (b.hits[0].t_s, b.hits[0].label, b.hits[0].box.y,
-                             b.hits[0].box.x, b.order))
-    return [RawTrack(label=b.hits[0].label, detections=tuple(b.hits),
-                     visible_s=_visible_s(b.frames, times)) for b in kept]
+    merged = merge_fragments([tuple(b.hits) for b in builders], families=params.label_families,
+                             gap_s=params.merge_gap_s, max_dist=params.merge_max_dist,
+                             min_iou=params.merge_iou)
+    index = {round(t, 6): k for k, t in enumerate(times)}
+    kept = [hits for hits in merged if len(hits) >= params.min_hits]
+    kept.sort(key=lambda h: (h[0].t_s, h[0].label, h[0].box.y, h[0].box.x))
+    return [RawTrack(label=hits[0].label, detections=hits,
+                     visible_s=_visible_s([index[round(d.t_s, 6)] for d in hits], times))
+            for hits in kept]
+
+
+def usable(detection: Detection, *, params: ObjectParams) -> bool:
+    """Whether a detection is evidence at all: confident enough, and not a box covering
+    (nearly) the whole frame, which the detector draws around texture, not objects."""
+    return (detection.score >= params.min_detection_score
+            and detection.box.area <= params.max_box_area_frac)

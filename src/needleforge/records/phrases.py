@@ -38,6 +38,10 @@ POSITIONS: tuple[str, ...] = tuple(
     sorted({p for row in POSITION_NAMES for p in row}, key=lambda p: (-len(p), p))
 )
 
+#: Attribute words: checked against object attributes, never read as tags or labels (a
+#: "white" tag on a negative must not make "the white cat" a claim about tags).
+ATTRIBUTE_WORDS: frozenset[str] = frozenset(COLOUR_NAMES) | frozenset(POSITIONS)
+
 _NUMBERS = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine",
             "ten", "eleven", "twelve")
 _IRREGULAR_PLURALS = {
@@ -57,6 +61,49 @@ _FUNCTION_WORDS = frozenset((
     "when", "where", "which", "who", "will", "with", "you", "your", "i", "we", "he", "she",
     "they", "there",
 ))
+
+
+#: Labels that name people. A colour word is never put directly before them: "a black
+#: person" reads as skin colour, while the colour we measure is of clothing and background.
+#: People are described by what they wear instead: "a person in black".
+PERSON_WORDS: frozenset[str] = frozenset((
+    "person", "people", "man", "men", "woman", "women", "child", "children", "boy", "boys",
+    "girl", "girls", "baby", "babies", "kid", "kids", "pedestrian", "pedestrians", "rider",
+    "riders", "player", "players", "adult", "adults", "teenager", "teenagers", "guy", "guys",
+    "lady", "ladies", "gentleman", "gentlemen",
+))
+#: The largest count written as a number; more are "several" (a viewer can check two or
+#: three at a glance, not eleven).
+MAX_EXACT_COUNT = 3
+#: Marks a referring expression that cannot tell its object apart from look-alikes in the
+#: same scene; writers skip such objects rather than ask about one of several alike.
+UNTELLABLE_MARK = " (one of "
+
+
+def is_person(label: str) -> bool:
+    """True when the label's head noun (its last word) names people."""
+    words = normalize(label).split()
+    return bool(words) and words[-1] in PERSON_WORDS
+
+
+def with_colour(label: str, colour: str) -> str:
+    """``"white car"``, but ``"person in black"``: no colour word directly before people."""
+    label, colour = clean_label(label), colour.strip()
+    if not colour:
+        return label
+    return f"{label} in {colour}" if is_person(label) else f"{colour} {label}"
+
+
+def count_phrase(n: int, label: str) -> str:
+    """``"two cars"`` up to :data:`MAX_EXACT_COUNT`, ``"several cars"`` beyond.
+
+    Raises:
+        ValueError: when ``n < 2`` (one object is named with an article, not a count).
+    """
+    if n < 2:
+        raise ValueError(f"count_phrase: n = {n} must be >= 2")
+    count = number_word(n) if n <= MAX_EXACT_COUNT else "several"
+    return f"{count} {plural(label)}"
 
 
 def clean_label(label: str) -> str:

@@ -28,7 +28,8 @@ Object needle — passes only when all hold:
 
 Scene needle — passes only when the description names at least one vocabulary term (else
 there is no evidence to check), the target holds every term named, the question names the
-same terms, and no negative holds **all** of them.
+same terms, and no negative holds **any** of them (a negative showing one thing the question
+names is a second place a viewer could point at).
 
 Both fail when there are no negatives, or when the description repeats a phrase of the
 target's subtitles that the tables do not back (subtitles are never the only evidence).
@@ -57,24 +58,21 @@ from needleforge.backends.writing import (
 from needleforge.config import DEFAULT_ABSTRACT_LABELS
 from needleforge.records import NeedleType, ObjectTrack
 from needleforge.records.phrases import (
-    COLOUR_NAMES,
-    POSITIONS,
+    ATTRIBUTE_WORDS,
+    UNTELLABLE_MARK,
     copied_phrase,
+    count_phrase,
     holds,
     named_colours,
     named_positions,
     named_terms,
     normalize,
-    number_word,
-    plural,
     position_phrase,
     ranked_tags,
     term_spans,
+    with_colour,
 )
 
-#: Attribute words are checked against object attributes, never as tags (a "white" tag on a
-#: negative must not make "the white cat" a claim about tags).
-_ATTRIBUTE_WORDS = frozenset(COLOUR_NAMES) | frozenset(POSITIONS)
 #: How many clashing negatives a failure reason lists before "(+N more)".
 _LISTED = 3
 
@@ -92,7 +90,7 @@ def _vocabulary(request: VerifyRequest) -> frozenset[str]:
     terms = request.target.as_scene_view().terms
     for negative in request.negatives:
         terms |= negative.terms
-    return terms - _ATTRIBUTE_WORDS
+    return terms - ATTRIBUTE_WORDS
 
 
 def _common_failure(request: VerifyRequest) -> Verdict | None:
@@ -108,7 +106,7 @@ def _common_failure(request: VerifyRequest) -> Verdict | None:
 
 
 def _appearance(obj: ObjectTrack) -> str:
-    words = [obj.attributes.colour.strip(), normalize(obj.tag),
+    words = [with_colour(normalize(obj.tag), obj.attributes.colour),
              position_phrase(obj.attributes.position.strip())]
     return "a " + " ".join(w for w in words if w)
 
@@ -212,16 +210,13 @@ def verify_scene(request: VerifyRequest) -> Verdict:
     if asked != claims:
         return Verdict(False, f"question names {_quoted(asked)} but the description names "
                               f"{_quoted(claims)}")
-    held = [(sum(1 for c in claims if holds(n.terms, c)), n.scene.scene_id)
+    held = [(sorted(c for c in claims if holds(n.terms, c)), n.scene.scene_id)
             for n in request.negatives]
-    fits = [f"negative {sid} also holds all of {_quoted(claims)}"
-            for count, sid in held if count == len(claims)]
-    if fits:
-        return Verdict(False, f"ambiguous: {_listed(fits)}")
-    closest, closest_id = max(held, key=lambda h: (h[0], h[1]))
-    near = f" (closest: {closest_id} holds {closest} of {len(claims)})" if closest else ""
-    return Verdict(True, f"unique: 0 of {len(request.negatives)} negatives hold all of "
-                         f"{_quoted(claims)}{near}")
+    shown = [f"negative {sid} also holds {_quoted(terms)}" for terms, sid in held if terms]
+    if shown:
+        return Verdict(False, f"ambiguous: {_listed(shown)}")
+    return Verdict(True, f"unique: none of {len(request.negatives)} negatives holds any of "
+                         f"{_quoted(claims)}")
 
 
 class EmbeddedDescriber:
@@ -278,34 +273,41 @@ class EmbeddedDescriber:
         description = " ".join(obj.referring_expression.split())
         if not description:
             description = f"the {label}"
-        if "(object " in description:
-            return Skip(f"object {obj.object_id}: referring expression {description!r} tells "
-                        f"it apart only by its index in the scene")
+        if "(object " in description or UNTELLABLE_MARK in description:
+            return Skip(f"object {obj.object_id}: referring expression {description!r} cannot "
+                        f"tell it apart from the look-alikes in its scene")
         template_id, text = choose_template("object", key=obj.object_id, seed=self._seed)
         return WrittenNeedle("object", description, text.format(obj=description), template_id)
 
-    def _object_phrases(self, objects: Sequence[ObjectTrack]) -> list[tuple[str, str]]:
-        """``(label, phrase)`` per concrete label, most prominent first: "a white cat"."""
+    def _object_phrases(
+        self, objects: Sequence[ObjectTrack], *, common: frozenset[str]
+    ) -> list[tuple[str, str]]:
+        """``(label, phrase)`` per nameable label, most prominent first: "a white cat".
+
+        Nameable: concrete (not abstract), not common in the video, and seen on two
+        consecutive keyframes at least once (a track that flickers is not evidence).
+        """
         groups: dict[str, list[ObjectTrack]] = defaultdict(list)
         for obj in objects:
             label = normalize(obj.tag)
-            if label and label not in self._abstract:
+            if label and label not in self._abstract and label not in common \
+                    and obj.visible_s > 0:
                 groups[label].append(obj)
         ranked = sorted(groups.items(), key=lambda kv: (
             -max(o.visible_s * o.mean_area_frac for o in kv[1]), kv[0]))
         phrases = []
         for label, group in ranked[: self._max_objects]:
             if len(group) > 1:
-                phrases.append((label, f"{number_word(len(group))} {plural(label)}"))
+                phrases.append((label, count_phrase(len(group), label)))
                 continue
-            colour = group[0].attributes.colour.strip()
-            phrases.append((label, with_article(f"{colour} {label}" if colour else label)))
+            phrases.append((label, with_article(with_colour(label, group[0].attributes.colour))))
         return phrases
 
     def _write_scene(self, view: TargetView) -> WrittenNeedle | Skip:
-        objects = self._object_phrases(view.objects)
-        named = {label for label, _ in objects}
-        tags = [t for t in ranked_tags(view.tags)[: self._top_tags] if t not in named]
+        objects = self._object_phrases(view.objects, common=view.common_terms)
+        labels = view.as_scene_view().labels
+        tags = [t for t in ranked_tags(view.tags)
+                if t not in labels and t not in view.common_terms][: self._top_tags]
         if objects and tags:
             clause = (f"a scene with {join_words([p for _, p in objects])}, "
                       f"in a setting tagged {join_words(tags)}")
@@ -314,7 +316,9 @@ class EmbeddedDescriber:
         elif tags:
             clause = f"a scene tagged {join_words(tags)}"
         else:
-            return Skip(f"scene {view.scene.scene_id}: no tags or concrete objects to describe")
+            return Skip(f"scene {view.scene.scene_id}: nothing to describe that holds up and "
+                        f"tells it apart (common in its video: "
+                        f"{sorted(view.common_terms) or 'nothing'})")
         template_id, text = choose_template("scene", key=view.scene.scene_id, seed=self._seed)
         return WrittenNeedle("scene", sentence(clause), text.format(scene=clause), template_id)
 

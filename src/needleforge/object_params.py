@@ -1,0 +1,84 @@
+"""Parameters of the objects step (``objects:`` in ``params.yaml``): models, tracking, evidence.
+
+Split out of :mod:`needleforge.config`, which re-exports every name here.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import Field, field_validator
+
+from needleforge.params_base import Section as _Section
+
+#: Labels one object may get on different keyframes: the COCO detector calls one van "car"
+#: on one frame and "truck" on the next. Fragments of one object are merged across a family.
+DEFAULT_LABEL_FAMILIES: tuple[tuple[str, ...], ...] = (("bus", "car", "truck"),)
+
+
+class ObjectParams(_Section):
+    """Tagging, detection, tracking and evidence hygiene for ``needleforge objects``.
+
+    **Tracking.** ``iou_threshold`` and ``max_centroid_dist`` (Euclidean distance between box
+    centres in normalized frame units) decide when a detection continues a track;
+    ``max_gap_s`` is how long a track may go unseen (measured from its last hit to the
+    keyframe before the new hit) and still continue; tracks with fewer than ``min_hits``
+    detections are dropped. Detections below ``min_detection_score`` are ignored.
+
+    **Evidence hygiene** (what real footage taught us: one-frame false detections, a window
+    frame called a surfboard, one van split into three trucks):
+
+    * a box covering more than ``max_box_area_frac`` of the frame is dropped before tracking
+      (the detector's whole-frame boxes are guesses about texture, not objects);
+    * a detector label becomes a scene tag only when it is seen on at least
+      ``min_label_keyframes`` keyframes of the scene;
+    * fragments of one object are merged before anything is counted or ranked: tracks of one
+      label (or of one of ``label_families``) that follow each other within ``merge_gap_s``
+      and whose boxes line up (predicted centre within ``merge_max_dist``), or that overlap
+      in time with boxes of IoU >= ``merge_iou`` on shared keyframes.
+
+    **Scene tags.** The tagger sees ``tag_keyframes_per_scene`` keyframes spread over each
+    scene (``None``: every keyframe). A tag counts only by consensus: it must be among the
+    tagger's answers on at least ``min_tag_keyframes`` of them (all of them when the scene has
+    fewer) with a mean score, over the tagged keyframes, of at least ``min_tag_score``.
+    ``detector``/``tagger`` name backends in the registry; ``ocr`` also reads on-screen text.
+    ``*_options`` go to the backend's constructor (e.g. ``tagger_options: {model_dir:
+    models/smolvlm}`` for ``hf_vlm``, ``{checkpoint: …}`` for ``ram_plus``); the registry
+    rejects options a backend does not take, naming them.
+    """
+
+    iou_threshold: Annotated[float, Field(gt=0, le=1)] = 0.3
+    max_centroid_dist: Annotated[float, Field(ge=0, le=1.5)] = 0.15
+    max_gap_s: Annotated[float, Field(ge=0, le=60)] = 1.0
+    min_hits: Annotated[int, Field(ge=1)] = 2
+    min_detection_score: Annotated[float, Field(ge=0, le=1)] = 0.5
+    max_box_area_frac: Annotated[float, Field(gt=0, le=1)] = 0.9
+    min_label_keyframes: Annotated[int, Field(ge=1)] = 2
+    merge_gap_s: Annotated[float, Field(ge=0, le=60)] = 3.0
+    merge_max_dist: Annotated[float, Field(ge=0, le=1.5)] = 0.2
+    merge_iou: Annotated[float, Field(gt=0, le=1)] = 0.5
+    label_families: tuple[tuple[str, ...], ...] = DEFAULT_LABEL_FAMILIES
+    min_tag_score: Annotated[float, Field(ge=0, le=1)] = 0.3
+    min_tag_keyframes: Annotated[int, Field(ge=1)] = 2
+    detector: Annotated[str, Field(min_length=1)] = "embedded"
+    tagger: Annotated[str, Field(min_length=1)] = "embedded"
+    ocr: bool = False
+    tag_keyframes_per_scene: Annotated[int, Field(ge=1)] | None = 3
+    detector_options: dict[str, str | int | float | bool] = Field(default_factory=dict)
+    tagger_options: dict[str, str | int | float | bool] = Field(default_factory=dict)
+
+    @field_validator("label_families")
+    @classmethod
+    def _families(cls, value: tuple[tuple[str, ...], ...]) -> tuple[tuple[str, ...], ...]:
+        seen: dict[str, int] = {}
+        for index, family in enumerate(value):
+            labels = [" ".join(label.lower().split()) for label in family]
+            if len(labels) < 2 or any(not label for label in labels):
+                raise ValueError(f"label_families[{index}] = {list(family)!r} must name at "
+                                 f"least two non-empty labels")
+            for label in labels:
+                if label in seen:
+                    raise ValueError(f"label {label!r} is in label_families[{seen[label]}] "
+                                     f"and label_families[{index}]")
+                seen[label] = index
+        return tuple(tuple(" ".join(lb.lower().split()) for lb in f) for f in value)
