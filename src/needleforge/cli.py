@@ -10,19 +10,15 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Literal, ParamSpec, TypeVar
+from typing import Annotated, Literal, ParamSpec, TypeVar
 
 import typer
 from rich.console import Console
-from rich.table import Table
 
 from needleforge import __version__
+from needleforge.cli_support import counts_table, rejection_table, video_llm
 from needleforge.config import Params, load_params
 from needleforge.errors import NeedleforgeError
-from needleforge.records import IngestRejection
-
-if TYPE_CHECKING:
-    from needleforge.evaluate import VideoLLM
 
 app = typer.Typer(
     name="needleforge",
@@ -122,17 +118,7 @@ def ingest(
         f"{totals['videos']} video(s)"
     )
     if result.rejections:
-        console.print(_rejection_table(result.rejections))
-
-
-def _rejection_table(rejections: tuple[IngestRejection, ...] | list[IngestRejection]) -> Table:
-    table = Table(title="refused rows", title_justify="left")
-    table.add_column("row", justify="right")
-    table.add_column("reason")
-    table.add_column("detail", overflow="fold")
-    for r in rejections:
-        table.add_row(str(r.row), r.reason, r.detail)
-    return table
+        console.print(rejection_table(result.rejections))
 
 
 Step = Literal["scenes", "objects", "all"]
@@ -388,35 +374,6 @@ def score(
         console.print(f"scores written to {out}")
 
 
-def _video_llm(name: str, options: dict[str, str]) -> VideoLLM:
-    from needleforge.errors import EvaluationError
-    from needleforge.evaluate import (
-        EmbeddedGroundingBaseline,
-        HfVideoLLM,
-        OpenAIVideoLLM,
-        RandomBaseline,
-    )
-
-    if name == "random":
-        return RandomBaseline(seed=int(options.get("seed", "0")))
-    if name == "embedded":
-        return EmbeddedGroundingBaseline()
-    if name == "openai_http":
-        if "base_url" not in options or "model" not in options:
-            raise EvaluationError("--model openai_http needs --option base_url=URL "
-                                  "--option model=NAME")
-        style = options.get("style", "video_first")
-        if style not in ("video_first", "interleaved"):
-            raise EvaluationError(f"style = {style!r}; known: video_first, interleaved")
-        return OpenAIVideoLLM(options["base_url"], model=options["model"],
-                              style="interleaved" if style == "interleaved" else "video_first")
-    if name == "hf":
-        if "model_dir" not in options:
-            raise EvaluationError("--model hf needs --option model_dir=PATH")
-        return HfVideoLLM(options["model_dir"])
-    raise EvaluationError(f"unknown model {name!r}; known: random, embedded, openai_http, hf")
-
-
 @app.command()
 @_user_errors
 def evaluate(
@@ -442,7 +399,7 @@ def evaluate(
     pairs = [o.split("=", 1) for o in option or []]
     if any(len(p) != 2 for p in pairs):
         raise EvaluationError(f"--option values must be KEY=VALUE, got {option}")
-    llm = _video_llm(model, {key: value for key, value in pairs})
+    llm = video_llm(model, {key: value for key, value in pairs})
     target = out or release_dir / "predictions" / f"{model}.jsonl"
     written = run_model(questions or release_dir / "questions.jsonl", model=llm,
                         release_dir=release_dir, out=target, max_frames=max_frames)
@@ -472,6 +429,41 @@ def leaderboard(
 
 @app.command()
 @_user_errors
+def review(
+    db: DbOption = DEFAULT_DB,
+    out: Annotated[Path, typer.Option("--out", help="Folder for the sheets, index.html and "
+                                      "verdicts_template.yaml.", file_okay=False)]
+    = Path("data/review"),
+    verdicts: Annotated[Path | None, typer.Option(
+        "--verdicts", help="Human verdict file (YAML) to count.", dir_okay=False)] = None,
+    all_buckets: Annotated[bool, typer.Option(
+        "--all-buckets", help="Every question, not only short single-needle ones.")] = False,
+    limit: Annotated[int | None, typer.Option("--limit", min=1, help="At most N sheets.")]
+    = None,
+) -> None:
+    """Contact sheets to judge NeMo questions by eye, and the human verdicts' report."""
+    from rich.progress import Progress
+
+    from needleforge.review import review_store
+
+    with Progress(console=console, transient=True) as progress:
+        bar = progress.add_task("drawing contact sheets", total=None)
+        outcome = review_store(
+            db, out, verdicts_path=verdicts, all_buckets=all_buckets, limit=limit,
+            on_sheet=lambda done, total: progress.update(bar, completed=done, total=total))
+    console.print(f"review: {len(outcome.sheets)} contact sheet(s) in {out}; index "
+                  f"{outcome.index}; verdict template {outcome.template}", highlight=False)
+    if outcome.missing_frames:
+        err_console.print(f"[bold yellow]warning:[/] {outcome.missing_frames} frame(s) could "
+                          "not be decoded (grey placeholders on the sheets)", highlight=False)
+        for problem in outcome.problems[:3]:
+            err_console.print(f"  {problem}", highlight=False, markup=False, soft_wrap=True)
+    if outcome.report is not None:
+        console.print(outcome.report.to_text(), markup=False, highlight=False)
+
+
+@app.command()
+@_user_errors
 def status(db: DbOption = DEFAULT_DB) -> None:
     """Show what the store holds: row counts per table and the refused rows."""
     from needleforge.store import Store
@@ -480,14 +472,9 @@ def status(db: DbOption = DEFAULT_DB) -> None:
         counts = store.counts()
         rejections = store.rejections()
         version_ = store.schema_version
-    table = Table(title=f"{db} (schema v{version_})", title_justify="left")
-    table.add_column("table")
-    table.add_column("rows", justify="right")
-    for name, n in counts.items():
-        table.add_row(name, str(n))
-    console.print(table)
+    console.print(counts_table(f"{db} (schema v{version_})", counts))
     if rejections:
-        console.print(_rejection_table(rejections))
+        console.print(rejection_table(rejections))
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -1,0 +1,48 @@
+"""Human review of NeMo questions: contact sheets to judge by eye, and a verdict file.
+
+:func:`review_store` writes one PNG contact sheet per question (:mod:`.sheets`), an
+``index.html`` and a ``verdicts_template.yaml``; judges record verdicts in a versioned YAML
+file keyed by the content they judged (:mod:`.verdicts`), and :func:`judge_report` counts
+them and compares them with the automatic verifier (:mod:`.report`).
+"""
+
+from needleforge.review.items import (
+    ReviewItem,
+    build_items,
+    choose_items,
+    other_segments,
+    target_segments,
+    verifier_passed,
+)
+from needleforge.review.report import Report, judge_report
+from needleforge.review.run import ReviewOutcome, review_store
+from needleforge.review.sheets import SegmentFrames, render_sheet, sheet_name, write_sheet
+from needleforge.review.verdicts import (
+    Verdict,
+    VerdictError,
+    load_verdicts,
+    question_key,
+    template_yaml,
+)
+
+__all__ = [
+    "Report",
+    "ReviewItem",
+    "ReviewOutcome",
+    "SegmentFrames",
+    "Verdict",
+    "VerdictError",
+    "build_items",
+    "choose_items",
+    "judge_report",
+    "load_verdicts",
+    "other_segments",
+    "question_key",
+    "render_sheet",
+    "review_store",
+    "sheet_name",
+    "target_segments",
+    "template_yaml",
+    "verifier_passed",
+    "write_sheet",
+]
