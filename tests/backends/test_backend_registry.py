@@ -46,7 +46,8 @@ def test_default_registry_has_the_shipped_backends() -> None:
     assert registry.names("detector") == ("embedded",)
     assert registry.names("text_reader") == ("embedded",)
     assert registry.names("describer") == ("embedded", "hf_vlm", "openai_http")
-    assert registry.names("verifier") == ("embedded", "hf_vlm", "openai_http")
+    assert registry.names("verifier") == ("embedded", "embedded_tables", "hf_vlm",
+                                          "openai_http")
     assert registry.names("image_embedder") == ("embedded", "hf")
 
 

@@ -22,9 +22,12 @@ def test_registry_is_explicit_and_names_what_it_knows() -> None:
         empty.create("describer", "embedded")
     registry = default_registry()
     expected = ("embedded", "hf_vlm", "openai_http")
-    assert registry.names("describer") == expected == registry.names("verifier")
+    assert registry.names("describer") == expected
+    # The table-only verifier stays available beside the default one that looks again.
+    assert registry.names("verifier") == ("embedded", "embedded_tables", "hf_vlm",
+                                          "openai_http")
     with pytest.raises(BackendError, match="unknown verifier backend 'gpt'; known: embedded, "
-                                           "hf_vlm, openai_http"):
+                                           "embedded_tables, hf_vlm, openai_http"):
         registry.create("verifier", "gpt")
     with pytest.raises(BackendError, match="unknown backend family 'writer'"):
         registry.names("writer")

@@ -196,14 +196,16 @@ def default_registry() -> Registry:
     runtimes (cv2, ai_edge_litert, rapidocr, torch, transformers, ram) only when constructed,
     so building the registry stays cheap. The GPU taggers need a path option: ``ram_plus``
     its ``checkpoint``, ``hf`` (image classifier) and ``hf_vlm`` (image-text-to-text model)
-    their ``model_dir``. Question writers and verifiers: ``embedded`` (tables and templates,
-    no model), ``openai_http`` (needs ``base_url`` and ``model``) and ``hf_vlm`` (needs
-    ``model_dir``).
+    their ``model_dir``. Question writers and verifiers: ``embedded`` (the writer uses tables
+    and templates; the verifier checks against the tables, then confirms every claim on the
+    keyframes with the embedded models), ``openai_http`` (needs ``base_url`` and ``model``)
+    and ``hf_vlm`` (needs ``model_dir``); ``embedded_tables`` is the table-only verifier.
     """
     from needleforge.backends.embedded.detector import EmbeddedDetector
     from needleforge.backends.embedded.embedder import EmbeddedImageEmbedder
     from needleforge.backends.embedded.ocr import EmbeddedTextReader
     from needleforge.backends.embedded.tagger import EmbeddedTagger
+    from needleforge.backends.embedded.verifier import LookingVerifier
     from needleforge.backends.embedded.writer import EmbeddedDescriber, EmbeddedVerifier
     from needleforge.backends.hf import HfClassifierTagger
     from needleforge.backends.hf_embedder import HfClipEmbedder
@@ -222,10 +224,11 @@ def default_registry() -> Registry:
     registry.register("image_embedder", "embedded", EmbeddedImageEmbedder)
     registry.register("image_embedder", "hf", HfClipEmbedder)
     for name, describer, verifier in (
-        ("embedded", EmbeddedDescriber, EmbeddedVerifier),
+        ("embedded", EmbeddedDescriber, LookingVerifier),
         ("openai_http", OpenAIDescriber, OpenAIVerifier),
         ("hf_vlm", HfDescriber, HfVerifier),
     ):
         registry.register("describer", name, describer)
         registry.register("verifier", name, verifier)
+    registry.register("verifier", "embedded_tables", EmbeddedVerifier)
     return registry

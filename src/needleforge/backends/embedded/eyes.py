@@ -1,0 +1,132 @@
+"""The models the looking verifier sees with, built on first use, and per-frame caches.
+
+:class:`Eyes` gives :mod:`.confirm`'s rules their callables: SSD detections at
+:data:`~.confirm.REDETECT_SCALE` (cached per frame, since one scene serves as a negative of
+many montages), the tagger's top tags per frame (cached), ImageNet probabilities of a crop,
+MoveNet keypoint scores of a crop, and the COCO → ImageNet class indices. Nothing is loaded
+until a rule asks for it: a verifier that fails every question on its tables never loads a
+model. Frames are cached by ``(scene id, t_s, image shape)``, so the same scene time must
+always carry the same picture (what :class:`~needleforge.nemo.frames.VideoKeyframes` gives).
+Not thread-safe.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Callable
+from pathlib import Path
+from typing import TypeVar
+
+import numpy as np
+import numpy.typing as npt
+
+from needleforge.backends.base import RGBImage
+from needleforge.backends.embedded import confirm as c
+from needleforge.backends.embedded.crop_classes import crop_class_indices
+from needleforge.backends.embedded.detector import EmbeddedDetector
+from needleforge.backends.embedded.files import (
+    OPENPIBO_DISTRIBUTION,
+    OPENPIBO_PACKAGE,
+    require_file,
+    resolve_models_dir,
+)
+from needleforge.backends.embedded.labels import IMAGENET_COARSE
+from needleforge.backends.embedded.pose import EmbeddedPose
+from needleforge.backends.embedded.tagger import LABELS_FILE, EmbeddedTagger
+from needleforge.backends.writing import Keyframe
+from needleforge.records import Detection
+from needleforge.records.phrases import holds, is_person, normalize
+
+_K = TypeVar("_K")
+_V = TypeVar("_V")
+
+
+class Eyes:
+    """The embedded models as :mod:`.confirm` callables (module docstring).
+
+    Args:
+        models_dir, num_threads: passed to every model.
+        cache: frames whose detections and tags are kept (least recently added dropped).
+        min_score: the lowest detection score any rule will ask about.
+    """
+
+    def __init__(self, *, models_dir: Path | str | None = None, num_threads: int = 2,
+                 cache: int = 4096, min_score: float = c.REDETECT_MIN_SCORE) -> None:
+        self._models_dir, self._threads, self._cache_size = models_dir, num_threads, cache
+        self._min_score = min_score
+        self._detector: EmbeddedDetector | None = None
+        self._tagger: EmbeddedTagger | None = None
+        self._pose: EmbeddedPose | None = None
+        self._indices: dict[str, npt.NDArray[np.intp]] | None = None
+        self._vocabulary: tuple[str, ...] | None = None
+        self._found: OrderedDict[tuple[str, float, tuple[int, ...]], list[Detection]] = \
+            OrderedDict()
+        self._tags: OrderedDict[tuple[str, float, tuple[int, ...]], list[str]] = OrderedDict()
+
+    def _tagger_model(self) -> EmbeddedTagger:
+        if self._tagger is None:
+            self._tagger = EmbeddedTagger(top_k=c.TAG_TOP_K, num_threads=self._threads,
+                                          models_dir=self._models_dir)
+        return self._tagger
+
+    @property
+    def indices(self) -> dict[str, npt.NDArray[np.intp]]:
+        """COCO label → its ImageNet class indices (read from the tagger's label file)."""
+        if self._indices is None:
+            folder = resolve_models_dir(self._models_dir, package=OPENPIBO_PACKAGE,
+                                        distribution=OPENPIBO_DISTRIBUTION)
+            path = require_file(folder / LABELS_FILE, distribution=OPENPIBO_DISTRIBUTION)
+            lines = [ln for ln in path.read_text(encoding="utf-8").splitlines() if ln.strip()]
+            self._indices = crop_class_indices(lines)
+        return self._indices
+
+    def names(self, term: str) -> bool:
+        """True when the tagger can give ``term`` (or a tag containing it)."""
+        if self._vocabulary is None:
+            self._vocabulary = (*(normalize(t) for t in self._tagger_model().class_tags),
+                                *IMAGENET_COARSE)
+        return holds(self._vocabulary, term)
+
+    def probabilities(self, image: RGBImage) -> c.FloatArray:
+        return self._tagger_model().probabilities(image)
+
+    def keypoints(self, image: RGBImage) -> c.FloatArray:
+        if self._pose is None:
+            self._pose = EmbeddedPose(num_threads=self._threads, models_dir=self._models_dir)
+        return self._pose.keypoint_scores(image)
+
+    def shows_pose(self, frame: Keyframe, found: Detection) -> bool:
+        """A person box passes only with a pose in it; other labels always pass."""
+        if not is_person(found.label):
+            return True
+        count = c.pose_count(frame, found.box, keypoints=self.keypoints)
+        return count is not None and count >= c.POSE_MIN_KEYPOINTS
+
+    def detections(self, scene_id: str) -> Callable[[Keyframe], list[Detection]]:
+        """Per-frame SSD x1.5 detections of ``scene_id``'s keyframes, cached by frame time."""
+        def detect(frame: Keyframe) -> list[Detection]:
+            key = (scene_id, frame.t_s, frame.image.shape)
+            if key not in self._found:
+                if self._detector is None:
+                    self._detector = EmbeddedDetector(
+                        score_threshold=self._min_score, num_threads=self._threads,
+                        models_dir=self._models_dir, input_scale=c.REDETECT_SCALE)
+                self._remember(self._found, key, self._detector.detect(frame.image,
+                                                                       t_s=frame.t_s))
+            return self._found[key]
+        return detect
+
+    def frame_tags(self, scene_id: str) -> Callable[[Keyframe], list[str]]:
+        """Per-frame top tags of ``scene_id``'s keyframes, cached by frame time."""
+        def tag(frame: Keyframe) -> list[str]:
+            key = (scene_id, frame.t_s, frame.image.shape)
+            if key not in self._tags:
+                found = self._tagger_model().tag(frame.image)
+                self._remember(self._tags, key, [normalize(t.tag) for t in found])
+            return self._tags[key]
+        return tag
+
+    def _remember(self, cache: OrderedDict[_K, _V], key: _K, value: _V) -> None:
+        cache[key] = value
+        if len(cache) > self._cache_size:
+            cache.popitem(last=False)
