@@ -13,7 +13,8 @@ import pytest
 from needleforge.config import Params, ReleaseParams
 from needleforge.release import build_release, select_questions
 from needleforge.release.markup import Document, Paragraph, Section, Table, to_html, to_markdown
-from needleforge.release.stats import summary_table, table2
+from needleforge.records import Verification
+from needleforge.release.stats import failure_kind, failure_table, summary_table, table2
 from tests.release.release_cases import make_store, montages, questions, verdicts
 
 _PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -52,6 +53,8 @@ def test_markdown_card_holds_the_statistics(release: Path) -> None:
     assert "| v1 (nemo) | 2 / 2 | 1 / 1 | 0 / 0 | 3 / 3 |" in md
     assert "| cat | 2 |" in md and "| beach |" not in md  # top_n_labels = 1
     assert "| judge/ver-1 | scene | 1 | 0 | 0.0 % |" in md
+    assert "| judge/ver-1 | other | 1 |" in md  # why verdicts failed, by kind
+    assert "| embedded/writer-1 | embedded/ver-1, judge/ver-1 | 1 |" in md  # who wrote/checked
     assert "| Archive B | CC0-1.0 | 1 | 0.167 |" in md
     assert "| Studio A | CC-BY-4.0 | 1 | 0.167 |" in md
     assert "- Release date: 2026-12-01" in md
@@ -95,3 +98,17 @@ def test_markup_escapes_and_checks_rows() -> None:
     doc = Document("T", (Section("S", (Paragraph("a < b"), Table(("k|v",), (("1\n2",),)))),))
     assert "| k\\|v |" in to_markdown(doc) and "| 1 2 |" in to_markdown(doc)
     assert "<p>a &lt; b</p>" in to_html(doc)
+
+
+def test_failed_verdicts_are_counted_by_kind() -> None:
+    assert failure_kind("unconfirmed: 'cat': crop-classify: ...") == "unconfirmed"
+    assert failure_kind("refused by negative-redetect: negative s1 shows 'car'") == (
+        "refused by negative-redetect")
+    assert failure_kind("ambiguous: negative s2 also holds 'cat'") == "other"
+    verdicts = [Verification("q1", "embedded-looking", "2", False, "unconfirmed: x"),
+                Verification("q2", "embedded-looking", "2", False, "unconfirmed: y"),
+                Verification("q3", "embedded-looking", "2", False, "refused by person-pose: z"),
+                Verification("q4", "embedded-looking", "2", True, "unique")]
+    assert failure_table(verdicts).rows == (
+        ("embedded-looking/2", "refused by person-pose", "1"),
+        ("embedded-looking/2", "unconfirmed", "2"))

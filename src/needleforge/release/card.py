@@ -190,7 +190,9 @@ def build_card(
                             *image("plots/target_programs.png"))),
         Section("Needles per question", image("plots/needles_per_question.png")),
         Section("Verification", (*image("plots/verification_pass_rates.png"),
-                                 stats.pass_rate_table(rates))),
+                                 stats.pass_rate_table(rates),
+                                 stats.failure_table(inputs.verifications),
+                                 stats.authorship_table(records))),
         Section("VNBench", (stats.vnbench_table(records),)) if any(
             r["family"] == "vnbench" for r in records) else None,
         Section("Sources and licences", (

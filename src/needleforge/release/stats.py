@@ -130,6 +130,41 @@ def pass_rate_table(rates: Sequence[PassRate]) -> Table:
                  caption="Verification pass rates (every verdict in the store)")
 
 
+def authorship_table(records: Sequence[Record]) -> Table:
+    """Released NeMo questions per writer and verifier (each record names both)."""
+    counts: Counter[tuple[str, str]] = Counter(
+        (f"{r.get('backend', '')}/{r.get('model_version', '')}",
+         ", ".join(r.get("verified_by", ())))
+        for r in records if r.get("family") != "vnbench")
+    rows = tuple((writer, checkers or "(none)", str(n))
+                 for (writer, checkers), n in sorted(counts.items()))
+    return Table(("Written by", "Checked by", "Questions"), rows,
+                 caption="Who wrote and who checked the released questions (per question: "
+                         "backend and verified_by in questions.jsonl)")
+
+
+def failure_kind(reason: str) -> str:
+    """What kind of refusal a failed verdict's reason records: ``unconfirmed`` (no second
+    signal confirmed a claim), ``refused by <rule>`` (a rule contradicted it), or ``other``
+    (the table rules: ambiguous, a name the target lacks, no negatives...)."""
+    text = reason.strip()
+    if text.startswith("unconfirmed"):
+        return "unconfirmed"
+    if text.startswith("refused by "):
+        return " ".join(text.split(":", 1)[0].split()[:3])
+    return "other"
+
+
+def failure_table(verifications: Iterable[Verification]) -> Table:
+    """Failed verdicts per verifier and kind: how many were unconfirmed, which rule refused."""
+    counts: Counter[tuple[str, str]] = Counter(
+        (f"{v.verifier}/{v.model_version}", failure_kind(v.reason))
+        for v in verifications if not v.passed)
+    rows = tuple((verifier, kind, str(n)) for (verifier, kind), n in sorted(counts.items()))
+    return Table(("Verifier", "Why it failed", "Verdicts"), rows,
+                 caption="Failed verdicts by kind: unconfirmed claims are not released")
+
+
 def licence_table(videos: Iterable[Video]) -> Table:
     """Source videos of the release per rights holder and licence, with their hours."""
     n: Counter[tuple[str, str]] = Counter()
