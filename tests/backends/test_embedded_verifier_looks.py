@@ -18,6 +18,7 @@ from test_embedded_confirm import (
     CARPHONE_TIMES,
     FENCE_CAR,
     FENCE_TIMES,
+    MAN,
     RABBIT,
     TRAFFIC_CAR,
     TRAFFIC_TIMES,
@@ -201,3 +202,24 @@ def test_it_is_the_registry_s_embedded_verifier() -> None:
         LookingVerifier(negative_min_score=0)
     with pytest.raises(BackendError, match="keyframe_fps = -1"):
         LookingVerifier(keyframe_fps=-1)
+
+
+def test_legs_walking_past_in_a_negative_refuse_a_question_about_people(
+    verifier: LookingVerifier,
+) -> None:
+    """bikes.mp4 7.48-9.68 s: a passer-by's legs cross the shot. No detector box there passes
+    the pose check on its crop, but the whole frame shows a body pose (11 keypoints at
+    7.72 s), and a question that names a person may not have that negative."""
+    legs = negative(bikes(4), clip_frames("bikes.mp4", (7.7, 8.2, 8.7, 9.2)))
+    scene = shot(CARPHONE, 0, 0.0, 4.0)
+    man = track(scene, "person", [(0.2, MAN), (3.8, MAN)])
+    request = object_request(scene, man, clip_frames("carphone_pristine.mp4", CARPHONE_TIMES),
+                             negs=(legs, negatives()[1]))
+    verdict = verifier.verify(request)
+    assert not verdict.passed
+    assert verdict.reason.startswith(f"refused by negative-pose: negative "
+                                     f"{legs.scene.scene_id} shows a body pose"), verdict.reason
+    # Frames with no one in them show no pose: the fence and cars, the cartoon rabbit.
+    fence = negative(bikes(3), clip_frames("bikes.mp4", FENCE_TIMES))
+    assert verifier.verify(dataclasses.replace(request, negatives=(fence, negatives()[1]))
+                           ).passed

@@ -36,7 +36,8 @@ def _negative(index: int, *labels: str, tags: tuple[str, ...] = (), colour: str 
 
 def _written(needle_type: NeedleType = "object", target: ObjectTrack | None = WHITE_CAT
              ) -> WrittenNeedle:
-    written = EmbeddedDescriber(seed=0).write(_view(target), needle_type=needle_type)
+    written = EmbeddedDescriber(seed=0, fine_tags=True).write(_view(target),
+                                                              needle_type=needle_type)
     assert isinstance(written, WrittenNeedle)
     return written
 
@@ -86,10 +87,19 @@ def test_scene_description_names_objects_and_top_tags_never_subtitles() -> None:
     # Scene words are tags that are not the objects' labels: up to scene_top_tags of them.
     assert written.description == ("A scene with a white cat and two cups, in a setting "
                                    "tagged brick wall, street and sky.")
+    # By default only words a detector can check are named: no "brick wall".
+    default = EmbeddedDescriber().write(_view(None), needle_type="scene")
+    assert isinstance(default, WrittenNeedle)
+    assert default.description == "A scene with a white cat and two cups."
+    tagged_tie = EmbeddedDescriber().write(
+        TargetView(CAT_SCENE, (make_tag(CAT_SCENE, "windsor tie"), make_tag(CAT_SCENE, "tie"),
+                              make_tag(CAT_SCENE, "beaker")), (), None), needle_type="scene")
+    assert isinstance(tagged_tie, WrittenNeedle)
+    assert tagged_tie.description == "A scene tagged tie."
     assert "a scene with a white cat and two cups" in written.question
     assert "marmalade" not in written.description + written.question
     bare = make_scene(5, 0.0, 9.0)
-    tags_only = EmbeddedDescriber().write(
+    tags_only = EmbeddedDescriber(fine_tags=True).write(
         TargetView(bare, (make_tag(bare, "kitchen"), make_tag(bare, "table")), (), None),
         needle_type="scene")
     assert isinstance(tags_only, WrittenNeedle)
@@ -245,7 +255,7 @@ def test_terms_common_in_the_video_are_left_out_of_scene_descriptions() -> None:
     cup = make_track(scene, 1, "cup", colour="red")
     tags = (make_tag(scene, "desk", 0.5), make_tag(scene, "person", 0.9))
     view = TargetView(scene, tags, (person, cup), None, common_terms=frozenset({"person"}))
-    written = EmbeddedDescriber().write(view, needle_type="scene")
+    written = EmbeddedDescriber(fine_tags=True).write(view, needle_type="scene")
     assert isinstance(written, WrittenNeedle)
     assert written.description == "A scene with a red cup, in a setting tagged desk."
     only_common = TargetView(scene, tags[1:], (person,), None,

@@ -59,7 +59,7 @@ def test_too_few_negatives_and_describer_skips_are_recorded() -> None:
     def run(short_min_s: float) -> GenerationResult:
         return generate(videos=[make_video()], scenes=scenes, tags=tags, objects=objects,
                         params=params(abstract_labels=[], short_min_s=short_min_s),
-                        describer=EmbeddedDescriber(abstract_labels=["cat"]),
+                        describer=EmbeddedDescriber(abstract_labels=["cat"], fine_tags=True),
                         verifier=EmbeddedVerifier())
 
     short = run(25.0)

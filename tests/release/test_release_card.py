@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 
 from needleforge.config import Params, ReleaseParams
+from needleforge.records import Verification
 from needleforge.release import build_release, select_questions
 from needleforge.release.markup import Document, Paragraph, Section, Table, to_html, to_markdown
-from needleforge.records import Verification
 from needleforge.release.stats import failure_kind, failure_table, summary_table, table2
 from tests.release.release_cases import make_store, montages, questions, verdicts
 

@@ -37,11 +37,14 @@ _EPS = 1e-9
 def excluded_terms(target: Target, tables: SceneTables, *, text: str) -> frozenset[str]:
     """What a negative of ``target`` must not hold (normalized): every term of the tables'
     vocabulary that ``text`` (the written description and question) names, and for an
-    object needle its label. Colour and position words are attributes, not terms."""
-    named = set(named_terms(text, tables.vocabulary - ATTRIBUTE_WORDS))
+    object needle its label, with every term inside one of those ("red car" holds "car").
+    Colour and position words are attributes, not terms."""
+    vocabulary = tables.vocabulary - ATTRIBUTE_WORDS
+    named = set(named_terms(text, vocabulary))
     if target.target_object is not None:
         named.add(normalize(target.target_object.tag))
-    return frozenset(named)
+    # "red car" names a car too: every term inside a named one is excluded with it.
+    return frozenset(named | {t for t in vocabulary if holds(named, t)})
 
 
 def clashes(scene: Scene, tables: SceneTables, *, excluded: frozenset[str]) -> list[str]:

@@ -2,7 +2,7 @@
 
 :class:`Eyes` gives :mod:`.confirm`'s rules their callables: SSD detections at
 :data:`~.confirm.REDETECT_SCALE` (cached per frame, since one scene serves as a negative of
-many montages), the tagger's top tags per frame (cached), ImageNet probabilities of a crop,
+many montages), ImageNet probabilities of a crop,
 MoveNet keypoint scores of a crop, and the COCO → ImageNet class indices. Nothing is loaded
 until a rule asks for it: a verifier that fails every question on its tables never loads a
 model. Frames are cached by ``(scene id, t_s, image shape)``, so the same scene time must
@@ -61,11 +61,10 @@ class Eyes:
         self._vocabulary: tuple[str, ...] | None = None
         self._found: OrderedDict[tuple[str, float, tuple[int, ...]], list[Detection]] = \
             OrderedDict()
-        self._tags: OrderedDict[tuple[str, float, tuple[int, ...]], list[str]] = OrderedDict()
 
     def _tagger_model(self) -> EmbeddedTagger:
         if self._tagger is None:
-            self._tagger = EmbeddedTagger(top_k=c.TAG_TOP_K, num_threads=self._threads,
+            self._tagger = EmbeddedTagger(num_threads=self._threads,
                                           models_dir=self._models_dir)
         return self._tagger
 
@@ -115,16 +114,6 @@ class Eyes:
                                                                        t_s=frame.t_s))
             return self._found[key]
         return detect
-
-    def frame_tags(self, scene_id: str) -> Callable[[Keyframe], list[str]]:
-        """Per-frame top tags of ``scene_id``'s keyframes, cached by frame time."""
-        def tag(frame: Keyframe) -> list[str]:
-            key = (scene_id, frame.t_s, frame.image.shape)
-            if key not in self._tags:
-                found = self._tagger_model().tag(frame.image)
-                self._remember(self._tags, key, [normalize(t.tag) for t in found])
-            return self._tags[key]
-        return tag
 
     def _remember(self, cache: OrderedDict[_K, _V], key: _K, value: _V) -> None:
         cache[key] = value

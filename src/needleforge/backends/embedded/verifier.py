@@ -17,10 +17,14 @@ inputs than the ones that produced the claim (rules and thresholds: :mod:`.confi
    ``redetect`` decide), any other label by ``crop-classify`` or else ``redetect``;
 3. every other term the description names must be confirmed on the target's frames: a COCO
    label through its tracks as in 2 (as many as the text counts: "two cups"), else by
-   ``redetect-seen`` anywhere in the frame (person boxes must show a pose); a tagger tag by
-   ``tag-recheck``; a term no embedded model can name is unconfirmed;
+   ``redetect-seen`` anywhere in the frame (person boxes must show a pose); a tagger class
+   outside the detector's vocabulary ("windsor tie", "beaker") is unconfirmed
+   (``no-second-signal``): the tagger that named it is the only embedded model that can see
+   it, and on real footage it sees the same wrong class on every frame;
 4. no negative may show a named COCO label (``negative-redetect``: SSD x1.5 at
-   ``negative_min_score`` on any of its frames; a person must show a pose): negatives are
+   ``negative_min_score`` on any of its frames; a person must show a pose), nor, when the
+   question names people, a body pose anywhere in a frame (``negative-pose``, MoveNet on
+   the whole frame: legs walking past that no detector boxes): negatives are
    chosen to hold nothing the question names, so a sighting means the tables missed it.
 
 A claim that no rule confirms fails as ``"unconfirmed: ..."`` listing what each rule saw; a
@@ -213,10 +217,12 @@ class LookingVerifier(EmbeddedVerifier):
                                         count=count, check=eyes.shows_pose))
             if tried[-1].confirmed:
                 return tried[-1], tried
-        if count == 1 and eyes.names(term):
-            tried.append(c.confirm_tag(term, frames, frame_tags=eyes.frame_tags(sid)))
-            if tried[-1].confirmed:
-                return tried[-1], tried
+        if term not in _COCO and eyes.names(term):
+            # The tagger that named it would see it again on other frames ("beaker" for a
+            # fish tank on every frame): the same model is no second signal.
+            tried.append(c.Confirmation("cannot-tell", "no-second-signal", term, (), (), (
+                f"only the tagger that named {term!r} can see it; no other embedded model "
+                f"can check it")))
         if not tried:
             tried.append(c.Confirmation("cannot-tell", "no-signal", term, (), (), (
                 f"{term!r} is neither a COCO label nor a tag the embedded tagger gives")))
@@ -248,6 +254,18 @@ class LookingVerifier(EmbeddedVerifier):
                 return (f"refused by negative-redetect: negative {sid} shows {label!r} at "
                         f"t={best.t_s:.2f} s (score {best.score:.2f}, "
                         f"{len(found)} sightings)")
+        if any(is_person(label) for label in labels):
+            return self._negative_pose(negative)
+        return None
+
+    def _negative_pose(self, negative: SceneView) -> str | None:
+        """A body pose anywhere in a negative's frames: people the detector does not box
+        (legs walking past, a back turned) still show one, and the question names people."""
+        for frame in negative.keyframes:
+            count = int((self._eyes.keypoints(frame.image) >= c.POSE_MIN_KEYPOINT).sum())
+            if count >= c.NEGATIVE_POSE_MIN_KEYPOINTS:
+                return (f"refused by negative-pose: negative {negative.scene.scene_id} shows a "
+                        f"body pose ({count} keypoints) at t={frame.t_s:.2f} s")
         return None
 
 

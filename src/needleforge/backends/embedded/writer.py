@@ -40,6 +40,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 
+from needleforge.backends.embedded.labels import COCO_LABELS, IMAGENET_COARSE
 from needleforge.backends.writer_prompts import (
     TEMPLATES_VERSION,
     choose_template,
@@ -73,6 +74,8 @@ from needleforge.records.phrases import (
     with_colour,
 )
 
+#: Words a detector (and the tagger's coarse groups) can name: tags a second model can check.
+DETECTOR_WORDS = frozenset(normalize(w) for w in (*COCO_LABELS.values(), *IMAGENET_COARSE))
 #: How many clashing negatives a failure reason lists before "(+N more)".
 _LISTED = 3
 
@@ -224,7 +227,11 @@ class EmbeddedDescriber:
 
     ``abstract_labels`` are object labels too broad to ground (sky, road…): such objects are
     skipped as object needles and left out of scene descriptions. ``scene_top_tags`` tags and
-    up to ``max_objects`` object labels describe a scene.
+    up to ``max_objects`` object labels describe a scene. Tags are named only when they are
+    words of the detector's vocabulary (``car``, ``tie``), unless ``fine_tags``: a finer
+    tagger class ("windsor tie", "steel arch bridge") is something only the tagger that
+    named it can see, so no second model can confirm it, and on real footage it was as often
+    wrong as right (a fish tank as "beaker", towers at night as "steel arch bridge").
     """
 
     def __init__(
@@ -234,6 +241,7 @@ class EmbeddedDescriber:
         abstract_labels: Sequence[str] = DEFAULT_ABSTRACT_LABELS,
         scene_top_tags: int = 3,
         max_objects: int = 3,
+        fine_tags: bool = False,
     ) -> None:
         if scene_top_tags < 1 or max_objects < 0:
             raise ValueError(f"scene_top_tags = {scene_top_tags} must be >= 1 and "
@@ -242,6 +250,7 @@ class EmbeddedDescriber:
         self._abstract = frozenset(normalize(label) for label in abstract_labels)
         self._top_tags = scene_top_tags
         self._max_objects = max_objects
+        self._fine_tags = fine_tags
 
     @property
     def name(self) -> str:
@@ -307,7 +316,8 @@ class EmbeddedDescriber:
         objects = self._object_phrases(view.objects, common=view.common_terms)
         labels = view.as_scene_view().labels
         tags = [t for t in ranked_tags(view.tags)
-                if t not in labels and t not in view.common_terms][: self._top_tags]
+                if t not in labels and t not in view.common_terms
+                and (self._fine_tags or t in DETECTOR_WORDS)][: self._top_tags]
         if objects and tags:
             clause = (f"a scene with {join_words([p for _, p in objects])}, "
                       f"in a setting tagged {join_words(tags)}")
