@@ -61,3 +61,16 @@ def test_negatives_are_all_eligible_in_a_seeded_order() -> None:
     longer = select_negatives(target, tables, params=params(min_negative_s=7.0),
                               rng=random.Random(5))
     assert all(n.duration_s >= 7.0 - 1e-9 for n in longer) and len(longer) == 6
+
+
+def test_terms_most_scenes_hold_are_common_in_their_video() -> None:
+    scenes = tile([6.0, 6.0, 6.0, 6.0])
+    tags = [make_tag(s, "person") for s in scenes[:3]] + [make_tag(scenes[0], "cup")]
+    objects = [make_track(scenes[3], 0, "person")]
+    tables = index_tables(scenes, tags=tags, objects=objects)
+    video = scenes[0].video_id
+    assert tables.term_counts[video] == {"person": 4, "cup": 1}
+    assert tables.common_terms(video, share=0.5) == {"person"}
+    assert tables.common_terms(video, share=1.0) == frozenset()  # never more than all
+    assert tables.common_terms("vnone", share=0.5) == frozenset()
+    assert tables.vocabulary == {"person", "cup"}

@@ -84,3 +84,19 @@ def test_a_frame_filling_box_is_no_evidence() -> None:
     assert [t.label for t in tracks] == ["cat"]
     kept = _track(timeline(times, *huge, *cat), max_box_area_frac=1.0)
     assert sorted(t.label for t in kept) == ["cat", "surfboard"]
+
+
+def test_label_families_and_evidence_params_are_checked() -> None:
+    from needleforge.config import ParamsError, parse_params
+
+    assert parse_params({"objects": {"label_families": [["Car", " truck "]]}}).objects \
+        .label_families == (("car", "truck"),)
+    with pytest.raises(ParamsError, match="at least two non-empty labels"):
+        parse_params({"objects": {"label_families": [["car"]]}})
+    with pytest.raises(ParamsError, match="'car' is in label_families\\[0\\] and "
+                                          "label_families\\[1\\]"):
+        parse_params({"objects": {"label_families": [["car", "truck"], ["bus", "car"]]}})
+    for key, value in (("max_box_area_frac", 0.0), ("min_label_keyframes", 0),
+                       ("min_tag_keyframes", 0), ("merge_iou", 1.5), ("merge_gap_s", -1)):
+        with pytest.raises(ParamsError, match=f"objects.{key}"):
+            parse_params({"objects": {key: value}})
