@@ -7,6 +7,8 @@ so with a probe those scenes are passed over, as stage 2 does for short montages
 
 from __future__ import annotations
 
+from collections.abc import Collection
+
 import expand_cases as ec
 import pytest
 
@@ -29,7 +31,8 @@ class _SeesEverything:
         self.scene_ids = scene_ids
         self.asked: list[tuple[str, str]] = []
 
-    def evidence(self, scene: Scene, target: Target) -> Refusal | None:
+    def evidence(self, scene: Scene, target: Target, *,
+                 named: Collection[str] = ()) -> Refusal | None:
         assert target.target_object is not None
         label = target.target_object.tag
         self.asked.append((scene.scene_id, label))

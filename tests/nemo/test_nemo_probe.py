@@ -10,7 +10,7 @@ on the hand-built tables with a probe that answers from a fixed list of sighting
 from __future__ import annotations
 
 import random
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 import numpy as np
 import pytest
@@ -206,14 +206,16 @@ class _Listed:
     def __init__(self, label: str, scene_ids: set[str]) -> None:
         self.label, self.scene_ids, self.asked = label, scene_ids, []
 
-    def evidence(self, scene: Scene, target: Target) -> Refusal | None:
-        assert target.target_object is not None
-        label = target.target_object.tag
-        self.asked.append((scene.scene_id, label))
-        if label != self.label or scene.scene_id not in self.scene_ids:
-            return None
-        return Refusal("label", Sighting(scene.scene_id, label, 0.9, scene.start_s,
-                                         Box(0.1, 0.1, 0.1, 0.1)))
+    def evidence(self, scene: Scene, target: Target, *,
+                 named: Collection[str] = ()) -> Refusal | None:
+        labels = [target.target_object.tag] if target.target_object is not None else []
+        labels += sorted(named)
+        for label in labels:
+            self.asked.append((scene.scene_id, label))
+            if label == self.label and scene.scene_id in self.scene_ids:
+                return Refusal("label", Sighting(scene.scene_id, label, 0.9, scene.start_s,
+                                                 Box(0.1, 0.1, 0.1, 0.1)))
+        return None
 
 
 def _run(probe: _Listed | None, **overrides: float) -> tuple[Corpus, GenerationResult]:
@@ -235,17 +237,20 @@ def test_negatives_the_probe_sees_the_label_in_are_passed_over() -> None:
     probe = _Listed("cat", {used[0]})
     _, after = _run(probe)
     assert used[0] not in {s.scene_id for s in cat_montage(after).segments}
-    assert [(r.sighting.scene_id, r.sighting.label) for r in after.rejected_negatives] == [
-        (used[0], "cat")]
-    # Only object targets' negatives are probed (the cat's and the car's), each for its label
-    # just before it would be taken; the car montage may still use the scene.
-    assert {label for _, label in probe.asked} == {"cat", "car"}
-    assert sum(1 for _, label in probe.asked if label == "cat") <= len(used) + 1
-    # Scene questions are untouched.
-    scene_q = {q.target_scene_id: q.montage_id for q in before.questions
-               if q.needle_type == "scene"}
-    assert scene_q == {q.target_scene_id: q.montage_id for q in after.questions
-                       if q.needle_type == "scene"}
+    assert {(r.sighting.scene_id, r.sighting.label) for r in after.rejected_negatives} == {
+        (used[0], "cat")}
+    # Each negative is probed, just before it would be taken, for the labels its question
+    # names: the object targets' own labels, and what the scene descriptions name.
+    assert {"cat", "car"} <= {label for _, label in probe.asked}
+    # No question naming a cat keeps the scene where the probe saw one; questions that do
+    # not name a cat are untouched.
+    montages = {m.montage_id: m for m in after.montages}
+    for q in after.questions:
+        negatives = {s.scene_id for s in montages[q.montage_id].segments if s.role == "negative"}
+        if "cat" in f"{q.description} {q.text}".lower():
+            assert used[0] not in negatives, q.text
+    untouched = {q.question_id for q in before.questions if "cat" not in q.text.lower()}
+    assert untouched <= {q.question_id for q in after.questions}
 
 
 def test_a_target_whose_negatives_all_show_the_label_is_skipped_with_the_reason() -> None:

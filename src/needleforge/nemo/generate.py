@@ -10,10 +10,12 @@ For every target (:mod:`~needleforge.nemo.targets`), in a stable order:
    (:mod:`~needleforge.nemo.plan`). Writing comes first because negatives are chosen by
    what the question says; a target that then gets no montage cost one describer call.
    With a ``probe``
-   (:mod:`~needleforge.nemo.probe`), each negative an **object** montage would take is first
-   checked for the target's label, and for the target object itself; a scene where either
-   is seen is passed over (and listed in ``rejected_negatives``), so the answer never
-   omits an appearance the tables missed;
+   (:mod:`~needleforge.nemo.probe`), each negative a montage would take is first checked
+   for every detector label the question names (an object target's own label, the
+   "people" and "tie" of a scene description) and for the target object itself; a scene
+   where one is seen is passed over (and listed in ``rejected_negatives``), so the answer
+   never omits an appearance the tables missed and the verifier does not have to refuse a
+   question whose negatives the tables got wrong;
 3. let the verifier judge the written needle against the montage's own negatives.
 
 Every question gets a verdict; only passed ones are releasable (:meth:`GenerationResult.
@@ -61,6 +63,7 @@ from needleforge.records import (
     Verification,
     Video,
 )
+from needleforge.records.phrases import normalize
 
 #: Decodes a scene's keyframes (with their times) for backends that look at pixels; None =
 #: tables only. It is called for the target and every negative of each montage, so a scene
@@ -176,15 +179,19 @@ def generate(
 
 
 def _acceptor(
-    target: Target, probe: NegativeProbe | None, rejected: list[RejectedNegative]
+    target: Target, probe: NegativeProbe | None, rejected: list[RejectedNegative], *,
+    excluded: frozenset[str],
 ) -> Callable[[Scene], bool] | None:
-    """The plan's ``accept`` check for ``target``: probe object targets' negatives for the
-    label, noting every refusal in ``rejected``; None when there is nothing to check."""
-    if probe is None or target.target_object is None:
+    """The plan's ``accept`` check for ``target``: probe each negative for the object's
+    label and for everything else the question names (``excluded``), noting every refusal
+    in ``rejected``; None when there is nothing to check."""
+    own = {normalize(target.target_object.tag)} if target.target_object is not None else set()
+    named = excluded - own
+    if probe is None or (target.target_object is None and not named):
         return None
 
     def accept(scene: Scene) -> bool:
-        refusal: Refusal | None = probe.evidence(scene, target)
+        refusal: Refusal | None = probe.evidence(scene, target, named=named)
         if refusal is not None:
             rejected.append(RejectedNegative(target.target_id, refusal.sighting,
                                              refusal.check))
@@ -213,7 +220,8 @@ def _generate_one(
     excluded = excluded_terms(target, tables, text=f"{written.description}\n{written.question}")
     negatives = select_negatives(target, tables, params=params, rng=rng, excluded=excluded)
     plan = plan_short_montage(target, negatives, params=params, rng=rng,
-                              accept=_acceptor(target, backends.probe, rejected))
+                              accept=_acceptor(target, backends.probe, rejected,
+                                               excluded=excluded))
     if isinstance(plan, PlanSkip):
         return SkipRecord(target.target_id, target.needle_type, "plan",
                           f"{plan.reason}; negatives may hold none of {sorted(excluded)}")

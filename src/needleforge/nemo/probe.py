@@ -38,7 +38,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from types import TracebackType
 from typing import Literal, Protocol, runtime_checkable
 
@@ -74,9 +74,10 @@ class Refusal:
 class NegativeProbe(Protocol):
     """Answers "does ``scene`` show the object target after all?" for negative candidates."""
 
-    def evidence(self, scene: Scene, target: Target) -> Refusal | None:
-        """Why ``scene`` may not be a negative of object ``target``, or None when nothing
-        was found."""
+    def evidence(self, scene: Scene, target: Target, *,
+                 named: Collection[str] = ()) -> Refusal | None:
+        """Why ``scene`` may not be a negative of ``target`` (the object's label, or one of
+        the other ``named`` labels its question names, seen there), or None."""
         ...
 
 
@@ -169,21 +170,25 @@ class TiledProbe:
             out.extend(self.instances.new_scans())
         return out
 
-    def evidence(self, scene: Scene, target: Target) -> Refusal | None:
-        """Why ``scene`` may not be a negative of object ``target``: its label seen (the
-        scene's scan), else the object itself seen (the instance check, when on); None for a
-        scene target or when nothing was found.
+    def evidence(self, scene: Scene, target: Target, *,
+                 named: Collection[str] = ()) -> Refusal | None:
+        """Why ``scene`` may not be a negative of ``target``: the object target's label or
+        one of the other ``named`` labels (what its question names: "two people and a tie")
+        seen in the scene's scan, else the object itself seen (the instance check, when on);
+        None when nothing was found. A scene target with nothing ``named`` is never scanned.
 
         Raises:
             MediaError: a video cannot be decoded. BackendError: the detector fails.
         """
         track = target.target_object
-        if track is None:
+        labels = dict.fromkeys([*([track.tag] if track is not None else []), *sorted(named)])
+        if not labels:
             return None
-        seen = self.sighting(scene, track.tag)
-        if seen is not None:
-            return Refusal("label", seen)
-        if self.instances is not None:
+        for label in labels:
+            seen = self.sighting(scene, label)
+            if seen is not None:
+                return Refusal("label", seen)
+        if track is not None and self.instances is not None:
             itself = self.instances.seen(scene, track, target_scene=target.scene)
             if itself is not None:
                 return Refusal("instance", itself)
