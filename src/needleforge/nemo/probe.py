@@ -42,7 +42,10 @@ from collections.abc import Callable, Collection, Iterable, Sequence
 from types import TracebackType
 from typing import Literal, Protocol, runtime_checkable
 
-from needleforge.backends.base import Detector
+import numpy as np
+import numpy.typing as npt
+
+from needleforge.backends.base import Detector, RGBImage
 from needleforge.backends.registry import Registry
 from needleforge.backends.writing import Keyframe
 from needleforge.config import NemoParams
@@ -50,8 +53,15 @@ from needleforge.nemo.frames import VideoKeyframes
 from needleforge.nemo.instance import InstanceCost, InstanceMatcher
 from needleforge.nemo.targets import Target
 from needleforge.nemo.tiles import detect_tiled, tile_grid
-from needleforge.records import Scene, SceneScan, Sighting, Video
+from needleforge.records import Box, Scene, SceneScan, Sighting, Video
 from needleforge.records.phrases import holds, normalize
+
+FloatArray = npt.NDArray[np.float64]
+#: A body keypoint counts at this score; a whole frame with :data:`POSE_MIN_KEYPOINTS` such
+#: keypoints shows a person. On the real-footage programs frames of towers, a fish tank and
+#: a Lego model scored 0-6, a pedestrian's legs 11-12, people 7-16.
+POSE_MIN_SCORE = 0.3
+POSE_MIN_KEYPOINTS = 8
 
 #: Frames decoded for a scene; same shape as generate's keyframe source.
 FrameSource = Callable[[Scene], Sequence[Keyframe]]
@@ -118,6 +128,11 @@ class TiledProbe:
         detector_spec: names the detector and its options, for :attr:`key`; by default
             ``name@version``.
         instances: the instance check, or None for the label check alone.
+        pose: keypoint scores of a whole frame (MoveNet's 17), or None. A frame with at
+            least ``pose_min_keypoints`` keypoints scored >= 0.3 is a sighting of a
+            ``person`` (the whole frame as its box): people a detector does not box — legs
+            walking past, a back turned — still show a body pose.
+        pose_min_keypoints: see ``pose``.
 
     Raises:
         ValueError: a bad grid or ``min_score`` outside [0, 1].
@@ -126,7 +141,9 @@ class TiledProbe:
     def __init__(self, detector: Detector, frames: FrameSource, *, cols: int, rows: int,
                  overlap: float, min_score: float, frames_spec: str | None = None,
                  detector_spec: str | None = None,
-                 instances: InstanceMatcher | None = None) -> None:
+                 instances: InstanceMatcher | None = None,
+                 pose: Callable[[RGBImage], FloatArray] | None = None,
+                 pose_min_keypoints: int = POSE_MIN_KEYPOINTS) -> None:
         tile_grid(64, 64, cols=cols, rows=rows, overlap=overlap)  # validates the grid
         if not 0.0 <= min_score <= 1.0:
             raise ValueError(f"min_score = {min_score!r} must be in [0, 1]")
@@ -137,7 +154,9 @@ class TiledProbe:
         #: Names everything that shapes a scan: scans stored under another key are not used.
         detector_spec = detector_spec or f"{detector.name}@{detector.version}"
         self.key = (f"{detector_spec} frames[{frames_spec}] "
-                    f"grid {cols}x{rows}/{overlap:g} min {min_score:g}")
+                    f"grid {cols}x{rows}/{overlap:g} min {min_score:g}"
+                    + (f" pose>={pose_min_keypoints}" if pose is not None else ""))
+        self._pose, self._pose_min = pose, pose_min_keypoints
         self._scans: dict[str, SceneScan] = {}
         self._new: list[str] = []
         self.instances = instances
@@ -226,6 +245,9 @@ class TiledProbe:
                 if det.score >= self.min_score and (name not in best
                                                     or det.score > best[name].score):
                     best[name] = Sighting(scene.scene_id, name, det.score, det.t_s, det.box)
+            body = self._body(scene, frame)
+            if body is not None and ("person" not in best or body.score > best["person"].score):
+                best["person"] = body
         sightings = tuple(best[name] for name in sorted(best))
         self.cost.scenes += 1
         self.cost.frames += len(frames)
@@ -235,6 +257,16 @@ class TiledProbe:
         self._scans[scene.scene_id] = scan
         self._new.append(scene.scene_id)
         return scan
+
+    def _body(self, scene: Scene, frame: Keyframe) -> Sighting | None:
+        """A ``person`` sighting when the whole frame shows a body pose (see ``pose``)."""
+        if self._pose is None:
+            return None
+        count = int((self._pose(frame.image) >= POSE_MIN_SCORE).sum())
+        if count < self._pose_min:
+            return None
+        return Sighting(scene.scene_id, "person", min(1.0, count / 17), frame.t_s,
+                        Box(0.0, 0.0, 1.0, 1.0))
 
     def close(self) -> None:
         """Close the frame source when it holds files open (a :class:`VideoKeyframes`)."""
@@ -287,9 +319,14 @@ def build_probe(
     extra = dict(params.check_detector_options)
     spec = f"{detector.name}@{detector.version}" + (f" {json.dumps(extra, sort_keys=True)}"
                                                     if extra else "")
+    pose = None
+    if params.check_pose:
+        from needleforge.backends.embedded.pose import EmbeddedPose  # a model: load lazily
+
+        pose = EmbeddedPose().keypoint_scores
     return TiledProbe(detector, frames, cols=params.check_cols, rows=params.check_rows,
                       overlap=params.check_overlap, min_score=params.check_min_score,
-                      detector_spec=spec, instances=instances)
+                      detector_spec=spec, instances=instances, pose=pose)
 
 
 def scan_scenes(
