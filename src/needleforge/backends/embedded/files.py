@@ -12,6 +12,7 @@ import hashlib
 import importlib.metadata
 import importlib.util
 from pathlib import Path
+from typing import Any
 
 from needleforge.errors import BackendError
 
@@ -87,3 +88,20 @@ def model_version(model_file: Path, *, distribution: str) -> str:
     except importlib.metadata.PackageNotFoundError:
         package_version = "unversioned"
     return f"{package_version}+sha256.{sha256_prefix(model_file)}"
+
+
+def litert_interpreter(model: Path, *, num_threads: int) -> Any:
+    """A LiteRT interpreter for ``model`` with its tensors allocated (the embedded TFLite
+    models: tagger, pose).
+
+    Raises:
+        BackendError: when ``ai_edge_litert`` cannot load the file.
+    """
+    from ai_edge_litert.interpreter import Interpreter  # heavy: only when a model is built
+
+    try:
+        interpreter = Interpreter(model_path=str(model), num_threads=num_threads)
+        interpreter.allocate_tensors()
+    except (ValueError, RuntimeError) as exc:
+        raise BackendError(f"ai_edge_litert cannot load {model}: {exc}") from exc
+    return interpreter

@@ -29,6 +29,7 @@ from needleforge.backends.base import RGBImage, ensure_rgb
 from needleforge.backends.embedded.files import (
     OPENPIBO_DISTRIBUTION,
     OPENPIBO_PACKAGE,
+    litert_interpreter,
     model_version,
     require_file,
     resolve_models_dir,
@@ -62,13 +63,7 @@ class EmbeddedPose:
             models_dir, package=OPENPIBO_PACKAGE, distribution=OPENPIBO_DISTRIBUTION
         )
         model = require_file(folder / MODEL_FILE, distribution=OPENPIBO_DISTRIBUTION)
-        from ai_edge_litert.interpreter import Interpreter  # heavy: only when built
-
-        try:
-            self._interpreter: Any = Interpreter(model_path=str(model), num_threads=num_threads)
-            self._interpreter.allocate_tensors()
-        except (ValueError, RuntimeError) as exc:
-            raise BackendError(f"ai_edge_litert cannot load {model}: {exc}") from exc
+        self._interpreter: Any = litert_interpreter(model, num_threads=num_threads)
         self._input: dict[str, Any] = self._interpreter.get_input_details()[0]
         self._output: dict[str, Any] = self._interpreter.get_output_details()[0]
         shape = tuple(int(v) for v in self._input["shape"])

@@ -33,6 +33,7 @@ from needleforge.backends.base import RGBImage, ensure_rgb
 from needleforge.backends.embedded.files import (
     OPENPIBO_DISTRIBUTION,
     OPENPIBO_PACKAGE,
+    litert_interpreter,
     model_version,
     require_file,
     resolve_models_dir,
@@ -91,13 +92,7 @@ class EmbeddedTagger:
         self.class_tags: tuple[str, ...] = tuple(readable_imagenet_label(ln) for ln in lines)
         self._groups = _group_indices(len(lines)) if coarse else {}
 
-        from ai_edge_litert.interpreter import Interpreter  # heavy: only when built
-
-        try:
-            self._interpreter: Any = Interpreter(model_path=str(model), num_threads=num_threads)
-            self._interpreter.allocate_tensors()
-        except (ValueError, RuntimeError) as exc:
-            raise BackendError(f"ai_edge_litert cannot load {model}: {exc}") from exc
+        self._interpreter: Any = litert_interpreter(model, num_threads=num_threads)
         self._input: dict[str, Any] = self._interpreter.get_input_details()[0]
         self._output: dict[str, Any] = self._interpreter.get_output_details()[0]
         _, self._height, self._width, _ = (int(v) for v in self._input["shape"])
