@@ -99,11 +99,9 @@ class RawTrack:
 
 @dataclasses.dataclass(slots=True)
 class _Builder:
-    """A track under construction: its hits and the keyframe indices they came from."""
+    """A track under construction: its hits, in time order."""
 
-    order: int
     hits: list[Detection]
-    frames: list[int]
 
     @property
     def last_t(self) -> float:
@@ -223,11 +221,10 @@ def track_objects(
         matched: set[int] = set()
         for ti, di in _associate(open_tracks, detections, t_s=t_s, params=params):
             open_tracks[ti].hits.append(detections[di])
-            open_tracks[ti].frames.append(k)
             matched.add(di)
         for di, det in enumerate(detections):
             if di not in matched:
-                builder = _Builder(order=len(builders), hits=[det], frames=[k])
+                builder = _Builder(hits=[det])
                 builders.append(builder)
                 open_tracks.append(builder)
     merged = merge_fragments([tuple(b.hits) for b in builders], families=params.label_families,
