@@ -46,6 +46,7 @@ import numpy as np
 import numpy.typing as npt
 
 from needleforge.backends.base import Detector, RGBImage
+from needleforge.backends.embedded.confirm import NEGATIVE_POSE_MIN_KEYPOINTS, POSE_MIN_KEYPOINT
 from needleforge.backends.registry import Registry
 from needleforge.backends.writing import Keyframe
 from needleforge.config import NemoParams
@@ -57,11 +58,10 @@ from needleforge.records import Box, Scene, SceneScan, Sighting, Video
 from needleforge.records.phrases import holds, normalize
 
 FloatArray = npt.NDArray[np.float64]
-#: A body keypoint counts at this score; a whole frame with :data:`POSE_MIN_KEYPOINTS` such
-#: keypoints shows a person. On the real-footage programs frames of towers, a fish tank and
-#: a Lego model scored 0-6, a pedestrian's legs 11-12, people 7-16.
-POSE_MIN_SCORE = 0.3
-POSE_MIN_KEYPOINTS = 8
+#: A whole frame showing a body pose is a person: the looking verifier's thresholds, so the
+#: probe swaps out exactly the negatives the verifier would refuse a question for.
+POSE_MIN_SCORE = POSE_MIN_KEYPOINT
+POSE_MIN_KEYPOINTS = NEGATIVE_POSE_MIN_KEYPOINTS
 
 #: Frames decoded for a scene; same shape as generate's keyframe source.
 FrameSource = Callable[[Scene], Sequence[Keyframe]]
