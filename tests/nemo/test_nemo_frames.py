@@ -21,6 +21,7 @@ from nemo_cases import make_scene, make_video
 from needleforge.errors import MediaError, NemoError
 from needleforge.media.ffmpeg import ffmpeg_binary
 from needleforge.nemo import VideoKeyframes, scene_times
+from needleforge.nemo.frames import VERIFY_PER_SCENE
 from needleforge.records import Video
 
 
@@ -131,6 +132,28 @@ def test_every_s_samples_long_scenes_densely(clip: Path) -> None:
     for bad in (0.0, -1.0, float("inf")):
         with pytest.raises(ValueError, match="every_s"):
             VideoKeyframes({}, every_s=bad)
+
+
+def test_the_probe_sampling_holds_every_frame_the_verifier_is_shown(clip: Path) -> None:
+    """``also_per_scene`` merges in a ``per_scene`` source's times, decoded in the same
+    pass: every frame the writer and verifier see of a negative (VERIFY_PER_SCENE a scene)
+    is among the probe's frames, and ``extra_times`` names those only they asked for."""
+    video = {video_at(clip).video_id: video_at(clip)}
+    with (VideoKeyframes(video, per_scene=1, every_s=1.0, also_per_scene=VERIFY_PER_SCENE)
+          as probe, VideoKeyframes(video, per_scene=VERIFY_PER_SCENE) as shown):
+        for scene in SCENES:
+            dense = VideoKeyframes(video, per_scene=1, every_s=1.0).count_for(scene)
+            seen = {f.t_s for f in probe(scene)}
+            assert {f.t_s for f in shown(scene)} <= seen
+            assert len(seen) <= dense + VERIFY_PER_SCENE
+            extra = probe.extra_times(scene)
+            assert extra <= seen and len(seen - extra) == dense  # the dense frames stay
+            assert {f.t_s for f in probe.without_extra(scene)} == seen - extra
+        assert "middles of 4" in probe.spec and "middles" not in shown.spec
+        assert "middles" not in probe.spec_without_extra
+        assert shown.extra_times(SCENES[0]) == frozenset()
+    with pytest.raises(ValueError, match="also_per_scene"):
+        VideoKeyframes({}, also_per_scene=-1)
 
 
 def test_frame_at_gives_the_exact_frame_shown_at_a_time(

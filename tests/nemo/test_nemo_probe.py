@@ -18,7 +18,7 @@ from nemo_cases import Corpus, backdrop, chelsea, corpus, params
 from PIL import Image
 
 from needleforge.backends import default_registry
-from needleforge.backends.base import RGBImage
+from needleforge.backends.base import Detection, RGBImage
 from needleforge.backends.embedded.detector import EmbeddedDetector
 from needleforge.backends.embedded.writer import EmbeddedDescriber, EmbeddedVerifier
 from needleforge.backends.writing import Keyframe
@@ -179,7 +179,8 @@ def test_probe_key_names_the_detector_options() -> None:
                         registry=default_registry())
     assert plain is not None and tuned is not None
     assert '{"nms_iou": 0.4}' in tuned.key and plain.key != tuned.key
-    assert "input-scale-2 frames[every 1 s, at least 1 per scene, side 640]" in plain.key
+    frames = "frames[every 1 s, at least 1 per scene + middles of 4, side 640]"
+    assert f"input-scale-2 {frames}" in plain.key
 
 
 def test_build_probe_is_off_when_the_params_say_so() -> None:
@@ -320,3 +321,36 @@ def test_a_body_pose_is_a_sighting_of_a_person(upscaled: EmbeddedDetector) -> No
     refusal = with_pose.evidence(scenes[3], target, named={"person"})
     assert refusal is not None and refusal.sighting.label == "person"
     assert with_pose.evidence(scenes[3], target) is None  # a scene question naming nothing
+
+
+class _CountingDetector:
+    """Wraps a detector, counting the frames it is asked about."""
+
+    def __init__(self, inner: EmbeddedDetector) -> None:
+        self.inner, self.calls = inner, 0
+        self.name, self.version = inner.name, inner.version
+
+    def detect(self, image: RGBImage, *, t_s: float) -> list[Detection]:
+        self.calls += 1
+        return self.inner.detect(image, t_s=t_s)
+
+
+def test_pose_only_frames_get_the_pose_check_and_not_the_detector(
+    upscaled: EmbeddedDetector,
+) -> None:
+    """The frames a verifier will be shown are looked at for people by pose only (12 ms a
+    frame rather than 0.4-0.8 s of detection): the legs on such a frame still refuse the
+    negative, and the detector never sees that frame."""
+    from needleforge.backends.embedded.pose import EmbeddedPose
+
+    scene = corpus().scenes[3]
+    legs = Keyframe(scene.start_s + 0.5, _bikes_frame(7.72))
+    detector = _CountingDetector(upscaled)
+    probe = TiledProbe(detector, lambda _: (legs,), cols=1, rows=1, overlap=0.0,
+                       min_score=0.5, pose=EmbeddedPose().keypoint_scores,
+                       pose_only=lambda _: {legs.t_s})
+    seen = probe.sighting(scene, "person")
+    assert seen is not None and seen.t_s == legs.t_s
+    assert detector.calls == 0
+    assert probe.cost.frames == 1 and probe.cost.detector_calls == 0
+    assert probe.key.endswith(" pose>=8 extras pose-only")

@@ -12,6 +12,12 @@ scene serves as a negative of several montages.
 Times are spread evenly inside the scene, at the middles of ``per_scene`` equal parts, so no
 frame shows the shot across a cut; with ``every_s``, of as many parts as keep them at most
 ``every_s`` long, so a long scene gets more frames (the negative probe samples densely).
+``also_per_scene`` adds the middles of that many parts as well, decoded in the same pass
+(:meth:`VideoKeyframes.extra_times` says which frames came only from them): the negative
+probe runs its cheap pose check on every frame the verifier will be shown
+(:data:`VERIFY_PER_SCENE` per scene), so a person walking through a negative between the
+probe's own frames is seen at planning time, and that negative is swapped instead of the
+verifier refusing the whole question.
 Images are RGB ``uint8``, at most ``max_side`` pixels on their longer side, in stored
 orientation, on the same clock as the object boxes (seconds from the stream start). Not
 thread-safe: use one per worker.
@@ -38,6 +44,9 @@ from needleforge.records import Scene, Video
 _EPS_S = 1e-6
 #: A wanted time at most this far past the last decoded frame is reached by decoding on.
 _DECODE_ON_S = 2.0
+#: Frames per scene that question writers and verifiers are shown (the pipeline's keyframe
+#: source); the negative probe looks at these times too.
+VERIFY_PER_SCENE = 4
 
 
 @dataclasses.dataclass(slots=True)
@@ -73,6 +82,9 @@ class VideoKeyframes:
         per_scene: frames per scene (>= 1); with ``every_s``, the least per scene.
         every_s: when set (> 0), frames at most this far apart: a scene of ``d`` seconds gets
             ``max(per_scene, ceil(d / every_s))`` frames.
+        also_per_scene: when > 0, also the times of a ``per_scene = also_per_scene`` source
+            (the middles of that many parts), merged in time order; see
+            :meth:`extra_times`.
         max_side: longest side of the returned images in pixels (>= 16).
         max_open: videos kept open at once (least recently used closed first).
         max_cached: scenes whose frames are kept (least recently used dropped first).
@@ -82,20 +94,24 @@ class VideoKeyframes:
     """
 
     def __init__(
-        self, videos_by_id: Mapping[str, Video], *, per_scene: int = 4, max_side: int = 512,
-        max_open: int = 4, max_cached: int = 512, every_s: float | None = None,
+        self, videos_by_id: Mapping[str, Video], *, per_scene: int = VERIFY_PER_SCENE,
+        max_side: int = 512, max_open: int = 4, max_cached: int = 512,
+        every_s: float | None = None, also_per_scene: int = 0,
     ) -> None:
         for name, value, least in (("per_scene", per_scene, 1), ("max_side", max_side, 16),
-                                   ("max_open", max_open, 1), ("max_cached", max_cached, 1)):
+                                   ("max_open", max_open, 1), ("max_cached", max_cached, 1),
+                                   ("also_per_scene", also_per_scene, 0)):
             if value < least:
                 raise ValueError(f"{name} = {value} must be >= {least}")
         if every_s is not None and not (math.isfinite(every_s) and every_s > 0):
             raise ValueError(f"every_s = {every_s!r} must be a finite number > 0 (or None)")
         self._videos = dict(videos_by_id)
         self.per_scene, self.max_side, self.every_s = per_scene, max_side, every_s
+        self.also_per_scene = also_per_scene
         self._max_open, self._max_cached = max_open, max_cached
         self._open: OrderedDict[str, _OpenVideo] = OrderedDict()
         self._cache: OrderedDict[str, tuple[Keyframe, ...]] = OrderedDict()
+        self._extra: dict[str, frozenset[float]] = {}  # scene id -> its extra frames' times
         self.decoded_scenes = 0  # scenes decoded (not served from the cache), for tests/logs
 
     def __call__(self, scene: Scene) -> tuple[Keyframe, ...]:
@@ -112,12 +128,25 @@ class VideoKeyframes:
             self._cache.move_to_end(scene.scene_id)
             return cached
         video = self._video(scene.video_id)
-        frames = self._decode_scene(video, scene)
+        frames, extra = self._decode_scene(video, scene)
         self.decoded_scenes += 1
         self._cache[scene.scene_id] = frames
+        self._extra[scene.scene_id] = extra
         if len(self._cache) > self._max_cached:
-            self._cache.popitem(last=False)
+            dropped, _ = self._cache.popitem(last=False)
+            self._extra.pop(dropped, None)
         return frames
+
+    def extra_times(self, scene: Scene) -> frozenset[float]:
+        """Times of the frames of ``scene`` (as returned by calling this source) that only
+        ``also_per_scene`` asked for; empty without it. Decodes the scene when not cached.
+
+        Raises:
+            NemoError, MediaError: as :meth:`__call__`.
+        """
+        if scene.scene_id not in self._cache:
+            self(scene)
+        return self._extra.get(scene.scene_id, frozenset())
 
     def frame_at(self, scene: Scene, t_s: float) -> Keyframe | None:
         """The frame of ``scene`` shown at ``t_s`` (the first at or after it inside the
@@ -136,11 +165,31 @@ class VideoKeyframes:
                  frame.to_ndarray(format="rgb24", width=video.size[0], height=video.size[1]))
         return Keyframe(t_s, np.ascontiguousarray(image, dtype=np.uint8))
 
+    def without_extra(self, scene: Scene) -> tuple[Keyframe, ...]:
+        """The frames of ``scene`` that ``per_scene`` / ``every_s`` asked for (those of
+        :meth:`__call__` less :meth:`extra_times`): a frame source for checks that keep to
+        the dense frames.
+
+        Raises:
+            NemoError, MediaError: as :meth:`__call__`.
+        """
+        extra = self.extra_times(scene)
+        return tuple(f for f in self(scene) if f.t_s not in extra)
+
     @property
     def spec(self) -> str:
         """How scenes are sampled, in words (part of the negative probe's key)."""
+        return self._spec(extra=True)
+
+    @property
+    def spec_without_extra(self) -> str:
+        """How :meth:`without_extra` samples, in words."""
+        return self._spec(extra=False)
+
+    def _spec(self, *, extra: bool) -> str:
         spacing = f"every {self.every_s:g} s, " if self.every_s is not None else ""
-        return f"{spacing}at least {self.per_scene} per scene, side {self.max_side}"
+        also = f" + middles of {self.also_per_scene}" if extra and self.also_per_scene else ""
+        return f"{spacing}at least {self.per_scene} per scene{also}, side {self.max_side}"
 
     def close(self) -> None:
         """Close every open video (the cache stays usable)."""
@@ -171,18 +220,36 @@ class VideoKeyframes:
 
     def count_for(self, scene: Scene) -> int:
         """How many frames ``scene`` is sampled at (before clipping to what decodes)."""
-        if self.every_s is None:
-            return self.per_scene
-        return max(self.per_scene, math.ceil(scene.duration_s / self.every_s - _EPS_S))
+        return len(self._wanted(scene))
 
-    def _decode_scene(self, video: _OpenVideo, scene: Scene) -> tuple[Keyframe, ...]:
+    def _wanted(self, scene: Scene) -> list[tuple[float, bool]]:
+        """The times ``scene`` is sampled at, in order, each with whether only
+        ``also_per_scene`` asked for it (before snapping to decoded frames)."""
+        count = self.per_scene
+        if self.every_s is not None:
+            count = max(count, math.ceil(scene.duration_s / self.every_s - _EPS_S))
+        wanted = {round(t, 6): False for t in scene_times(scene, count=count)}
+        if self.also_per_scene:
+            for t in scene_times(scene, count=self.also_per_scene):
+                wanted.setdefault(round(t, 6), True)
+        return sorted(wanted.items())
+
+    def _decode_scene(self, video: _OpenVideo,
+                      scene: Scene) -> tuple[tuple[Keyframe, ...], frozenset[float]]:
         frames: list[Keyframe] = []
-        for t in scene_times(scene, count=self.count_for(scene)):
+        extra: set[float] = set()
+        for t, only_extra in self._wanted(scene):
             found = _frame_at(video, t, scene)
-            if found is None or (frames and found[0] <= frames[-1].t_s):
+            if found is None:
+                continue
+            if frames and found[0] <= frames[-1].t_s:  # snapped onto the frame before
+                if not only_extra:
+                    extra.discard(frames[-1].t_s)
                 continue
             frames.append(self._keyframe(video, *found))
-        return tuple(frames)
+            if only_extra:
+                extra.add(found[0])
+        return tuple(frames), frozenset(extra)
 
 
 def _open(video_id: str, path: Path, max_side: int) -> _OpenVideo:

@@ -50,7 +50,7 @@ from needleforge.backends.embedded.confirm import NEGATIVE_POSE_MIN_KEYPOINTS, P
 from needleforge.backends.registry import Registry
 from needleforge.backends.writing import Keyframe
 from needleforge.config import NemoParams
-from needleforge.nemo.frames import VideoKeyframes
+from needleforge.nemo.frames import VERIFY_PER_SCENE, VideoKeyframes
 from needleforge.nemo.instance import InstanceCost, InstanceMatcher
 from needleforge.nemo.targets import Target
 from needleforge.nemo.tiles import detect_tiled, tile_grid
@@ -133,6 +133,9 @@ class TiledProbe:
             ``person`` (the whole frame as its box): people a detector does not box — legs
             walking past, a back turned — still show a body pose.
         pose_min_keypoints: see ``pose``.
+        pose_only: times of a scene's frames that get the pose check only, not the
+            detector (e.g. :meth:`VideoKeyframes.extra_times`: the frames a verifier will be
+            shown, looked at for people at 12 ms a frame instead of 0.4-0.8 s of detection).
 
     Raises:
         ValueError: a bad grid or ``min_score`` outside [0, 1].
@@ -143,7 +146,8 @@ class TiledProbe:
                  detector_spec: str | None = None,
                  instances: InstanceMatcher | None = None,
                  pose: Callable[[RGBImage], FloatArray] | None = None,
-                 pose_min_keypoints: int = POSE_MIN_KEYPOINTS) -> None:
+                 pose_min_keypoints: int = POSE_MIN_KEYPOINTS,
+                 pose_only: Callable[[Scene], Collection[float]] | None = None) -> None:
         tile_grid(64, 64, cols=cols, rows=rows, overlap=overlap)  # validates the grid
         if not 0.0 <= min_score <= 1.0:
             raise ValueError(f"min_score = {min_score!r} must be in [0, 1]")
@@ -155,8 +159,9 @@ class TiledProbe:
         detector_spec = detector_spec or f"{detector.name}@{detector.version}"
         self.key = (f"{detector_spec} frames[{frames_spec}] "
                     f"grid {cols}x{rows}/{overlap:g} min {min_score:g}"
-                    + (f" pose>={pose_min_keypoints}" if pose is not None else ""))
-        self._pose, self._pose_min = pose, pose_min_keypoints
+                    + (f" pose>={pose_min_keypoints}" if pose is not None else "")
+                    + (" extras pose-only" if pose_only is not None else ""))
+        self._pose, self._pose_min, self._pose_only = pose, pose_min_keypoints, pose_only
         self._scans: dict[str, SceneScan] = {}
         self._new: list[str] = []
         self.instances = instances
@@ -238,20 +243,25 @@ class TiledProbe:
         started = time.perf_counter()
         best: dict[str, Sighting] = {}
         frames = self._frames(scene)
+        pose_only = self._pose_only(scene) if self._pose_only is not None else ()
+        detected = 0
         for frame in frames:
+            body = self._body(scene, frame)
+            if body is not None and ("person" not in best or body.score > best["person"].score):
+                best["person"] = body
+            if frame.t_s in pose_only:
+                continue
+            detected += 1
             for det in detect_tiled(self._detector, frame.image, t_s=frame.t_s, cols=self.cols,
                                     rows=self.rows, overlap=self.overlap):
                 name = normalize(det.label)
                 if det.score >= self.min_score and (name not in best
                                                     or det.score > best[name].score):
                     best[name] = Sighting(scene.scene_id, name, det.score, det.t_s, det.box)
-            body = self._body(scene, frame)
-            if body is not None and ("person" not in best or body.score > best["person"].score):
-                best["person"] = body
         sightings = tuple(best[name] for name in sorted(best))
         self.cost.scenes += 1
         self.cost.frames += len(frames)
-        self.cost.detector_calls += len(frames) * self.cols * self.rows
+        self.cost.detector_calls += detected * self.cols * self.rows
         self.cost.seconds += time.perf_counter() - started
         scan = SceneScan(scene.scene_id, self.key, len(frames), sightings)
         self._scans[scene.scene_id] = scan
@@ -291,7 +301,9 @@ def build_probe(
     The detector is ``check_detector`` from ``registry`` with ``score_threshold =
     check_min_score`` and, when its factory takes it, ``input_scale = check_input_scale``
     (``check_detector_options`` override both); frames come from the videos' stored files, at
-    most ``check_every_s`` apart and at most ``check_max_side`` pixels on their longer side.
+    most ``check_every_s`` apart and at most ``check_max_side`` pixels on their longer side;
+    with ``check_pose``, the frames the verifier will be shown
+    (:data:`~needleforge.nemo.frames.VERIFY_PER_SCENE` a scene) get the pose check too.
     With ``check_instances`` it also runs the instance check at ``check_instance_min_score``
     on the same frames. Use it as a context manager, or call ``close()``.
 
@@ -307,15 +319,19 @@ def build_probe(
                                **(options | dict(params.check_detector_options)))
     by_id = {v.video_id: v for v in videos}
     # Two scenes cached: the instance check looks at the scene the label scan just decoded.
+    # With the pose check, the frames the verifier will be shown are decoded in the same pass
+    # and looked at for people (pose only: cheap); the detector keeps to the dense frames.
     frames = VideoKeyframes(by_id, per_scene=1, every_s=params.check_every_s,
+                            also_per_scene=VERIFY_PER_SCENE if params.check_pose else 0,
                             max_side=params.check_max_side, max_cached=2)
     instances = None
     if params.check_instances:
         exact = VideoKeyframes(by_id, per_scene=1, max_side=params.check_max_side,
                                max_open=2, max_cached=1)
-        instances = InstanceMatcher(frames, exact.frame_at,
+        # The instance check keeps to the dense frames (the extra ones are for people).
+        instances = InstanceMatcher(frames.without_extra, exact.frame_at,
                                     min_score=params.check_instance_min_score,
-                                    frames_spec=frames.spec, on_close=exact.close)
+                                    frames_spec=frames.spec_without_extra, on_close=exact.close)
     extra = dict(params.check_detector_options)
     spec = f"{detector.name}@{detector.version}" + (f" {json.dumps(extra, sort_keys=True)}"
                                                     if extra else "")
@@ -326,7 +342,8 @@ def build_probe(
         pose = EmbeddedPose().keypoint_scores
     return TiledProbe(detector, frames, cols=params.check_cols, rows=params.check_rows,
                       overlap=params.check_overlap, min_score=params.check_min_score,
-                      detector_spec=spec, instances=instances, pose=pose)
+                      detector_spec=spec, instances=instances, pose=pose,
+                      pose_only=frames.extra_times if pose is not None else None)
 
 
 def scan_scenes(

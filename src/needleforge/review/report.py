@@ -71,19 +71,22 @@ class Report:
         return share(self.invalid_refused, self.invalid_verified)
 
     def to_text(self) -> str:
-        """A few lines for the terminal."""
-        return "\n".join([
+        """A few lines for the terminal (the verifier's line only when verdicts of the
+        verifier were given)."""
+        lines = [
             f"human verdicts on {self.questions} question(s): {self.valid} valid, "
             f"{self.invalid} invalid, {self.unjudged} unjudged "
             f"(valid {_pct(self.valid_share)} of judged, at least "
             f"{_pct(self.valid_lower_bound)} of all)",
             f"  answer spans right: {_frac(self.spans_right, self.spans_judged)}; negatives "
             f"clean: {_frac(self.negatives_clean, self.negatives_judged)}",
-            f"  verifier vs judges: of {self.verifier_passed} it passed, "
-            f"{_pct(self.verifier_precision)} valid; of {self.invalid_verified} invalid, "
-            f"{_pct(self.verifier_refusal)} refused",
-            f"  stale verdicts (question changed since judged): {self.stale}",
-        ])
+        ]
+        if self.verifier_passed or self.invalid_verified:
+            lines.append(f"  verifier vs judges: of {self.verifier_passed} it passed, "
+                         f"{_pct(self.verifier_precision)} valid; of {self.invalid_verified} "
+                         f"invalid, {_pct(self.verifier_refusal)} refused")
+        lines.append(f"  stale verdicts (question changed since judged): {self.stale}")
+        return "\n".join(lines)
 
 
 def _pct(value: float | None) -> str:
