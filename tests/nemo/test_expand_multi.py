@@ -14,7 +14,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from needleforge.nemo.multi import draw_piece_count, interleave, piece_limit, split_span
+from needleforge.nemo.multi import (
+    draw_piece_count,
+    interleave,
+    piece_limit,
+    split_span,
+    time_gaps,
+)
 
 _TOL = 1e-9
 
@@ -104,3 +110,37 @@ def test_interleave_uses_every_gap_and_refuses_too_many_needles() -> None:
     assert seen == {0, 1, 2}
     with pytest.raises(ValueError, match="cannot be kept apart"):
         interleave(["a"], ["t1", "t2", "t3"], rng=random.Random(0))
+
+
+def test_time_gaps_spread_the_start_evenly_over_the_montage() -> None:
+    """Behind one 50 s negative and nine of 5 s, a target drawn by index would start at 0 s
+    in 1 montage of 11; drawn by time, each gap gets the running time nearest to it (gap 0:
+    half the long one, 25 of 95 s), so the start is flat over the montage."""
+    durations = [50.0] + [5.0] * 9  # 95 s of negatives
+    offsets = [sum(durations[:g]) for g in range(len(durations) + 1)]
+    rng = random.Random(7)
+    starts = [offsets[time_gaps(durations, 1, rng=rng)[0]] for _ in range(20000)]
+    assert abs(starts.count(0.0) / len(starts) - 25 / 95) < 0.02
+    assert abs(starts.count(50.0) / len(starts) - 27.5 / 95) < 0.02
+    assert abs(starts.count(95.0) / len(starts) - 2.5 / 95) < 0.01
+    assert abs(sum(starts) / len(starts) - 95 / 2) < 1.5  # flat in time: mean at the middle
+
+
+@given(durations=st.lists(st.floats(0, 100), max_size=12), data=st.data(),
+       seed=st.integers(0, 2**32))
+def test_time_gaps_are_distinct_sorted_and_in_range(
+    durations: list[float], data: st.DataObject, seed: int
+) -> None:
+    count = data.draw(st.integers(0, len(durations) + 1))
+    gaps = time_gaps(durations, count, rng=random.Random(seed))
+    assert gaps == sorted(set(gaps)) and len(gaps) == count
+    assert all(0 <= g <= len(durations) for g in gaps)
+
+
+def test_time_gaps_refuse_bad_input() -> None:
+    with pytest.raises(ValueError, match="cannot be kept apart"):
+        time_gaps([1.0], 3, rng=random.Random(0))
+    with pytest.raises(ValueError, match="finite and >= 0"):
+        time_gaps([1.0, -2.0], 1, rng=random.Random(0))
+    with pytest.raises(ValueError, match="finite and >= 0"):
+        time_gaps([float("nan")], 1, rng=random.Random(0))

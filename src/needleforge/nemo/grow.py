@@ -16,8 +16,9 @@ into a montage of that lane, or says why it cannot:
    label of any object target of the group, or that object itself, is seen. Taking stops
    once the length is reached, the montage is in its bucket and there are enough negatives
    to keep target segments apart.
-3. **Order.** Negatives are shuffled, then target segments go into distinct random gaps
-   (:func:`multi.interleave`: never two target segments adjacent).
+3. **Order.** Negatives are shuffled, then target segments go into distinct random gaps,
+   drawn by time (:func:`multi.interleave`: never two target segments adjacent, starts
+   spread evenly over the montage).
 
 Failure (too few negatives, a program with one short video) returns a :class:`GroupSkip`
 with the figures, never a montage outside its bucket. Montage ids hash the lane, the seed,
@@ -283,7 +284,8 @@ def plan_group(
     scenes, pieces = layout
     negatives = [_Piece(scene, (scene.start_s, scene.end_s), "negative") for scene in scenes]
     rng.shuffle(negatives)
-    segments = _tile(interleave(negatives, pieces, rng=rng))
+    segments = _tile(interleave(negatives, pieces, rng=rng,
+                                duration=lambda p: p.span[1] - p.span[0]))
     duration_s = segments[-1].montage_end_s
     if bucket_for(duration_s) != lane.bucket:
         return GroupSkip(f"montage of {duration_s:.2f} s falls in bucket "

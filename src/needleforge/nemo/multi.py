@@ -18,6 +18,12 @@ Rules kept here (the planner in :mod:`~needleforge.nemo.grow` relies on them):
   would play as one clip and merge into one answer span. That needs ``pieces <= negatives
   + 1``. The order of pieces among themselves is shuffled too (the paper inserts them at
   random).
+* **Flat in time** (:func:`time_gaps`). A gap is drawn by *time*, not by index: a uniform
+  moment of the negatives' running time is drawn and the nearest gap taken. Drawing the
+  index uniformly puts the target first (at 0 s) once in ``n + 1`` montages whatever their
+  lengths, and a model that always answers "the start" scores on that alone; drawn by time,
+  the target's start is spread evenly over the montage, the position prior the bias audit
+  measures.
 """
 
 from __future__ import annotations
@@ -25,7 +31,7 @@ from __future__ import annotations
 import itertools
 import math
 import random
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TypeAlias, TypeVar
 
 #: ``(start_s, end_s)`` in source seconds.
@@ -104,13 +110,43 @@ def draw_piece_count(
     return rng.randint(2, limit) if limit >= 2 else 0
 
 
+def time_gaps(durations: Sequence[float], count: int, *, rng: random.Random) -> list[int]:
+    """``count`` distinct gaps (0 = before the first of the pieces lasting ``durations``,
+    ``len(durations)`` = after the last), in order, each drawn by time.
+
+    A gap's chance is the share of the running time nearer to it than to any other gap (half
+    of each neighbouring piece; the two ends get half of one), so a needle's start lands
+    evenly over the montage. Taken gaps are drawn again without them. Pieces of no length
+    fall back to every gap equally likely.
+
+    Raises:
+        ValueError: ``count`` outside ``[0, len(durations) + 1]`` or a negative duration.
+    """
+    if not 0 <= count <= len(durations) + 1:
+        raise ValueError(f"{count} needles cannot be kept apart by {len(durations)} "
+                         f"negatives (at most {len(durations) + 1})")
+    if any(d < 0 or not math.isfinite(d) for d in durations):
+        raise ValueError(f"durations must be finite and >= 0, got {list(durations)}")
+    padded = [0.0, *durations, 0.0]
+    weight = {g: (padded[g] + padded[g + 1]) / 2 for g in range(len(durations) + 1)}
+    chosen: list[int] = []
+    for _ in range(count):
+        free = [g for g in weight if g not in chosen]
+        shares = [weight[g] for g in free]
+        chosen.append(rng.choices(free, weights=shares)[0] if sum(shares) > 0
+                      else rng.choice(free))
+    return sorted(chosen)
+
+
 def interleave(
-    negatives: Sequence[_T], needles: Sequence[_T], *, rng: random.Random
+    negatives: Sequence[_T], needles: Sequence[_T], *, rng: random.Random,
+    duration: Callable[[_T], float] | None = None,
 ) -> list[_T]:
     """``needles`` shuffled into distinct random gaps of ``negatives`` (never adjacent).
 
     The negatives keep their order; each gap (before, between, after them) takes at most
-    one needle, every choice of gaps equally likely.
+    one needle. With ``duration`` (a negative's length) gaps are drawn by time
+    (:func:`time_gaps`), else every choice of gaps is equally likely.
 
     Raises:
         ValueError: when there are more needles than gaps (``len(negatives) + 1``).
@@ -120,7 +156,10 @@ def interleave(
                          f"{len(negatives)} negatives (at most {len(negatives) + 1})")
     order = list(needles)
     rng.shuffle(order)
-    gaps = sorted(rng.sample(range(len(negatives) + 1), len(order)))
+    if duration is not None:
+        gaps = time_gaps([duration(n) for n in negatives], len(order), rng=rng)
+    else:
+        gaps = sorted(rng.sample(range(len(negatives) + 1), len(order)))
     out: list[_T] = []
     pending = iter(order)
     chosen = iter(gaps)

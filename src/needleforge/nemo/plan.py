@@ -11,7 +11,9 @@ For one target:
    taken in their (already shuffled) order until the montage reaches that length and holds
    ``min_negatives``, skipping any that would push it past ``short_max_s`` (< 150 s, so the
    montage is always in the short bucket).
-3. The target goes in at a uniformly drawn depth (0 = first, n = after the last negative).
+3. The target goes in at a depth drawn by time (:func:`~needleforge.nemo.multi.time_gaps`:
+   a uniform moment of the negatives' running time, nearest gap), so its start is spread
+   evenly over the montage rather than first in one montage of ``n + 1``.
 
 An optional ``accept`` check (stage 2's negative probe, :mod:`~needleforge.nemo.probe`) is
 asked about each negative just before it would be taken, and a refused one is passed over
@@ -31,6 +33,7 @@ import random
 from collections.abc import Callable, Sequence
 
 from needleforge.config import NemoParams
+from needleforge.nemo.multi import time_gaps
 from needleforge.nemo.targets import Target
 from needleforge.records import Montage, NeedleType, Role, Scene, Segment, bucket_for
 
@@ -152,7 +155,7 @@ def plan_short_montage(
             f"{total_s:.2f} s; need >= {params.short_min_s} s and >= {params.min_negatives} "
             f"negatives (montage <= {params.short_max_s} s)"
         )
-    depth = rng.randint(0, len(chosen))
+    depth = time_gaps([s.duration_s for s in chosen], 1, rng=rng)[0]
     pieces = [_Piece(s, s.start_s, s.end_s, "negative") for s in chosen]
     pieces.insert(depth, _Piece(target.scene, start_s, end_s, "target"))
     segments = _tile(pieces, target_id=target.target_id)
