@@ -13,7 +13,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from tests.conftest import ffmpeg
+from tests.conftest import ffmpeg, rotate_display
 
 GOOD = "good.mp4"
 GOOD2 = "good2.mp4"
@@ -65,15 +65,16 @@ def build_corpus(root: Path, outside: Path) -> Path:
     # vfr.mp4: 10 frames at 10 fps then 10 at 4 fps (setpts), stored as variable frame rate.
     _lavfi(root / "vfr.mp4", "testsrc2=size=160x90:rate=10:duration=2",
            "-vf", "setpts='if(lt(N,10),N/10,1+(N-10)/4)/TB'", "-fps_mode", "vfr", *x264)
-    # one_px.mp4: 1x1 pixels, 1 s (4:4:4, since 4:2:0 needs even sizes).
-    _lavfi(root / "one_px.mp4", "color=c=red:size=1x1:rate=5:duration=1",
+    # one_px.mp4: 1x1 pixels, 1 s (4:4:4, since 4:2:0 needs even sizes). The format filter
+    # comes first because ffmpeg 5.1's color source sizes 4:2:0 chroma planes at 0x0.
+    _lavfi(root / "one_px.mp4", "color=c=red:size=1x1:rate=5:duration=1,format=yuv444p",
            "-c:v", "libx264", "-pix_fmt", "yuv444p")
-    # huge_px.mp4: 7681x4321 (odd, above 8K UHD), a single frame so it stays cheap.
-    _lavfi(root / "huge_px.mp4", "color=c=green:size=7681x4321:rate=1", "-frames:v", "1",
-           "-c:v", "libx264", "-preset", "ultrafast", "-pix_fmt", "yuv444p")
-    # rotated.mp4: good.mp4 with a 90° display matrix (stream copy).
-    ffmpeg("-display_rotation", "90", "-i", str(root / GOOD), "-c", "copy",
-           str(root / "rotated.mp4"))
+    # huge_px.mp4: 7681x4321 (odd, above 8K UHD), a single frame so it stays cheap (4:4:4
+    # first, or 5.1's color source rounds the odd size down to even).
+    _lavfi(root / "huge_px.mp4", "color=c=green:size=7681x4321:rate=1,format=yuv444p",
+           "-frames:v", "1", "-c:v", "libx264", "-preset", "ultrafast", "-pix_fmt", "yuv444p")
+    # rotated.mp4: good.mp4 with a 90° display matrix (header edit, any ffmpeg version).
+    rotate_display(root / GOOD, root / "rotated.mp4", degrees=90)
     (root / "folder.mp4").mkdir()
     # escape.mp4 lives outside the manifest folder; link.mp4 points at it.
     (outside / "escape.mp4").write_bytes((root / GOOD2).read_bytes())

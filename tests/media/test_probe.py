@@ -1,15 +1,13 @@
-"""Probing real files with PyAV, and ffmpeg discovery."""
+"""Probing real files with PyAV (ffmpeg discovery: ``test_ffmpeg.py``)."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
 
-from needleforge.errors import MediaError, ProbeError
-from needleforge.media import ffmpeg_binary, probe
-from needleforge.media.ffmpeg import _discover
+from needleforge.errors import ProbeError
+from needleforge.media import probe
 
 
 def test_probe_good_video_with_audio(media_dir: Path) -> None:
@@ -39,19 +37,6 @@ def test_probe_bad_files(media_dir: Path, name: str, kind: str, words: str) -> N
         probe(media_dir / name)
     assert err.value.kind == kind
     assert str(err.value).startswith(str(media_dir / name)) and words in str(err.value)
-
-
-def test_ffmpeg_discovery_order(tmp_path: Path) -> None:
-    bundled = ffmpeg_binary()
-    assert os.access(bundled, os.X_OK)
-    fake = tmp_path / "ffmpeg"
-    fake.write_text("#!/bin/sh\n")
-    fake.chmod(0o755)
-    assert _discover(None, str(tmp_path)) == str(fake)          # PATH beats the bundle
-    assert _discover(str(fake), "/nonexistent") == str(fake)    # env var beats PATH
-    with pytest.raises(MediaError, match="NEEDLEFORGE_FFMPEG = '/no/such/ffmpeg' is not"):
-        _discover("/no/such/ffmpeg", None)
-    assert _discover(None, "/nonexistent").endswith(("ffmpeg", ".exe")) or "ffmpeg" in bundled
 
 
 def test_probe_error_survives_pickling_across_worker_processes() -> None:

@@ -1,6 +1,6 @@
 """Media primitives: ffmpeg discovery and calls, probing with PyAV."""
 
-from needleforge.media.ffmpeg import ffmpeg_binary, run_ffmpeg
+from needleforge.media.ffmpeg import FfmpegChoice, ffmpeg_binary, find_ffmpeg, run_ffmpeg
 from needleforge.media.probe import probe
 
-__all__ = ["ffmpeg_binary", "probe", "run_ffmpeg"]
+__all__ = ["FfmpegChoice", "ffmpeg_binary", "find_ffmpeg", "probe", "run_ffmpeg"]

@@ -63,6 +63,8 @@ _NAL_IDR = 5
 #: ffmpeg messages meaning it could not create or write its output (not a decoding problem).
 _WRITE_FAILURES = ("Error opening output", "File too large", "No space left on device",
                    "Disk quota exceeded", "Read-only file system")
+#: ffmpeg before 6.0 says only ``<output>: Permission denied`` when it cannot open its output.
+_OPEN_REFUSED = "Permission denied"
 
 
 def clip_frames(duration_s: float, *, fps: int) -> int:
@@ -157,7 +159,8 @@ def run_ffmpeg_measured(
                 raise OutputError(f"ffmpeg failed for {what}: cannot write to "
                                   f"{Path(args[-1]).parent}: file too large (killed by "
                                   "SIGXFSZ: the file-size limit, ulimit -f, was reached)")
-            if args and any(marker in tail for marker in _WRITE_FAILURES):
+            if args and (any(marker in tail for marker in _WRITE_FAILURES)
+                         or f"{args[-1]}: {_OPEN_REFUSED}" in tail):
                 folder = Path(args[-1]).parent
                 raise OutputError(f"ffmpeg failed for {what}: cannot write to {folder} "
                                   f"(read-only or full?): {tail}")

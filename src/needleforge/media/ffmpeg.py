@@ -1,37 +1,125 @@
-"""Find the ffmpeg binary and run ffmpeg-python graphs with errors that name the input.
+"""Find the ffmpeg binary (one discovery, with a floor) and run it with errors naming the input.
 
-Discovery order: ``$NEEDLEFORGE_FFMPEG``, then ``ffmpeg`` on ``PATH``, then the binary bundled
-with ``imageio-ffmpeg`` (which has drawtext, libass, overlay, concat and libx264, but no
-ffprobe: probing goes through PyAV, see :mod:`needleforge.media.probe`).
+Discovery order, each candidate judged by :mod:`needleforge.media.ffmpeg_probe` (version at or
+above the floor, every feature the project uses):
+
+1. ``$NEEDLEFORGE_FFMPEG``: the user is explicit, so one that is missing, not executable,
+   below the floor or lacking a feature is an error naming it, its version and what is
+   missing. Never silently replaced.
+2. ``ffmpeg`` on ``PATH``: used when it passes; otherwise passed over, with a one-line
+   warning (logged once per process), for
+3. the binary bundled with ``imageio-ffmpeg`` (drawtext, libass, overlay, concat and libx264,
+   but no ffprobe: probing goes through PyAV, see :mod:`needleforge.media.probe`).
+
+Every caller — the stages, the tests' fixtures, the benchmarks — goes through
+:func:`find_ffmpeg` (or :func:`ffmpeg_binary`, its path), so they all run the same binary.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
+import logging
 import os
 import shutil
 import subprocess
+import threading
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import ffmpeg
 
 from needleforge.errors import MediaError
+from needleforge.media.ffmpeg_probe import FLOOR_TEXT, FfmpegProbe, probe_ffmpeg
 
 ENV_VAR = "NEEDLEFORGE_FFMPEG"
+Source = Literal["env", "path", "bundled"]
+_log = logging.getLogger(__name__)
+_lock = threading.Lock()
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class FfmpegChoice:
+    """The ffmpeg in use: its path, its version word, where it came from and why it won."""
+
+    path: str
+    version: str
+    source: Source
+    why: str
+
+    def to_dict(self) -> dict[str, str]:
+        return {"path": self.path, "version": self.version, "source": self.source,
+                "why": self.why}
+
+
+def find_ffmpeg() -> FfmpegChoice:
+    """The ffmpeg to use (see the module docstring for the order and the floor).
+
+    Probing costs one ffmpeg run per binary per process; the choice is cached per value of
+    ``$NEEDLEFORGE_FFMPEG`` and ``PATH``.
+
+    Raises:
+        MediaError: when ``$NEEDLEFORGE_FFMPEG`` is set to an unusable binary, or when neither
+            ``PATH`` nor imageio-ffmpeg offers one that passes (naming each and why).
+    """
+    with _lock:
+        return _discover(os.environ.get(ENV_VAR), os.environ.get("PATH"))
+
+
+def ffmpeg_binary() -> str:
+    """Path of the ffmpeg executable to use: :func:`find_ffmpeg`'s (same errors)."""
+    return find_ffmpeg().path
 
 
 @functools.cache
-def _discover(env_value: str | None, path_value: str | None) -> str:
+def _discover(env_value: str | None, path_value: str | None) -> FfmpegChoice:
+    """The choice for these values of the variable and ``PATH`` (cached on them, so a test
+    or a user that changes either gets a fresh discovery)."""
     if env_value:
-        candidate = Path(env_value)
-        if not (candidate.is_file() and os.access(candidate, os.X_OK)):
-            raise MediaError(f"${ENV_VAR} = {env_value!r} is not an executable file")
-        return str(candidate)
+        return _from_env(env_value)
     on_path = shutil.which("ffmpeg", path=path_value)
+    rejected: FfmpegProbe | None = None
     if on_path:
-        return on_path
+        found = probe_ffmpeg(on_path)
+        if found.usable:
+            return FfmpegChoice(on_path, found.version or "unknown", "path",
+                                f"first ffmpeg on PATH; meets the floor {FLOOR_TEXT} and has "
+                                "every feature used")
+        rejected = found
+    bundled, bundle_version = _bundled()
+    found = probe_ffmpeg(bundled)
+    if not found.usable:
+        also = f"; the ffmpeg on PATH was passed over: {rejected.problem()}" if rejected else ""
+        raise MediaError(f"no usable ffmpeg: the imageio-ffmpeg binary {found.problem()}{also}"
+                         f"; install ffmpeg {FLOOR_TEXT} or newer with libx264 and set "
+                         f"${ENV_VAR} to it")
+    why = f"bundled with imageio-ffmpeg {bundle_version}; no ffmpeg on PATH"
+    if rejected is not None:
+        why = (f"bundled with imageio-ffmpeg {bundle_version}; the ffmpeg on PATH was passed "
+               f"over: {rejected.problem()}")
+        _notice_once(f"needleforge: not using the ffmpeg on PATH: {rejected.problem()}; using "
+                     f"the one bundled with imageio-ffmpeg ({found.path})")
+    return FfmpegChoice(found.path, found.version or "unknown", "bundled", why)
+
+
+def _from_env(env_value: str) -> FfmpegChoice:
+    """``$NEEDLEFORGE_FFMPEG``'s binary, or a MediaError saying why it cannot be used."""
+    candidate = Path(env_value)
+    if not (candidate.is_file() and os.access(candidate, os.X_OK)):
+        raise MediaError(f"${ENV_VAR} = {env_value!r} is not an executable file")
+    found = probe_ffmpeg(candidate)
+    if not found.usable:
+        raise MediaError(f"${ENV_VAR} = {env_value!r} cannot be used: {found.problem()}; "
+                         f"needleforge needs ffmpeg {FLOOR_TEXT} or newer with libx264 "
+                         f"(unset ${ENV_VAR} to use the one on PATH or imageio-ffmpeg's)")
+    return FfmpegChoice(str(candidate), found.version or "unknown", "env",
+                        f"${ENV_VAR} is set; meets the floor {FLOOR_TEXT} and has every "
+                        "feature used")
+
+
+def _bundled() -> tuple[str, str]:
+    """imageio-ffmpeg's binary and the package's version."""
     try:
         import imageio_ffmpeg
     except ImportError:  # pragma: no cover - it is a declared dependency
@@ -40,18 +128,15 @@ def _discover(env_value: str | None, path_value: str | None) -> str:
             "or install imageio-ffmpeg"
         ) from None
     try:
-        return str(imageio_ffmpeg.get_ffmpeg_exe())
+        return str(imageio_ffmpeg.get_ffmpeg_exe()), str(imageio_ffmpeg.__version__)
     except RuntimeError as err:
         raise MediaError(f"imageio-ffmpeg has no usable ffmpeg binary: {err}") from None
 
 
-def ffmpeg_binary() -> str:
-    """Path of the ffmpeg executable to use (see module docstring for the order).
-
-    Raises :class:`MediaError` when ``$NEEDLEFORGE_FFMPEG`` points at a non-executable or no
-    binary can be found at all.
-    """
-    return _discover(os.environ.get(ENV_VAR), os.environ.get("PATH"))
+@functools.cache
+def _notice_once(message: str) -> None:
+    """Log ``message`` as a warning the first time only (cached on the message)."""
+    _log.warning(message)
 
 
 def run_ffmpeg(stream: Any, *, what: str, overwrite: bool = True) -> None:

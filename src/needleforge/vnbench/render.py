@@ -12,8 +12,8 @@ is a montage (:func:`~needleforge.media.render.render_montage`) of:
 - for **inserted** needles, a still (the image fitted into the frame on black) or a clip
   (fitted and padded like any cached clip) encoded once per asset, profile and length into
   ``<cache>/vnbench-pieces`` and reused by every sample that inserts it; the stills a sample
-  needs that are not cached yet are encoded in one ffmpeg run and cut apart at their
-  keyframes.
+  needs that are not cached yet are encoded in one ffmpeg run, one encoder per still, so a
+  cached piece's bytes never depend on which other stills were missing with it.
 
 So a sample costs at most two small encodes (its edited seconds, its new stills) plus a
 byte-copy join, whatever the haystack's length. A rendered sample has a ``.json`` sidecar
@@ -38,7 +38,15 @@ import numpy as np
 from PIL import Image
 
 from needleforge.config import RenderParams
-from needleforge.media.cache import CACHE_VERSION, clip_frames, finish_clip, read_index
+from needleforge.media.cache import (
+    CACHE_VERSION,
+    as_args,
+    clip_frames,
+    finish_clip,
+    normalize_filter,
+    run_ffmpeg_measured,
+    video_encoder_options,
+)
 from needleforge.media.outputs import write_text_atomic
 from needleforge.media.render import Piece, RenderedVideo, encode_piece, render_montage
 from needleforge.vnbench.assets import RGB, load_rgb
@@ -47,7 +55,7 @@ from needleforge.vnbench.records import Needle, Region, VNBenchSample
 from needleforge.vnbench.text import TextStyle, drawtext_options, write_textfile
 
 #: Bump when how samples are drawn or joined changes (invalidates sidecars and pieces).
-RENDER_VERSION = 1
+RENDER_VERSION = 2  # 2: each still piece has its own encoder
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -142,29 +150,45 @@ def insert_pieces(needles: Sequence[Needle], *, profile: RenderParams, root: Pat
 
 def _encode_stills(stills: Sequence[tuple[Path, Needle]], *, profile: RenderParams, work: Path
                    ) -> float:
-    """Encode still pieces in one run and cut the result into one cached piece each."""
+    """Encode still pieces in one ffmpeg run with one x264 encoder (and output) each.
+
+    Why not one stream cut apart at its keyframes: x264's rate control carries state from
+    frame to frame, so a still encoded after another gets other bytes than the same still
+    encoded first. The cache would then hold bytes that depend on which stills happened to be
+    missing together, and a render from an empty cache would differ from a warm one.
+    """
     frames: list[RGB] = []
     counts: list[int] = []
     for _, needle in stills:
         frame = still_frame(Path(str(needle.asset)), width=profile.width, height=profile.height)
         counts.append(clip_frames(needle.end_s - needle.start_s, fps=profile.fps))
         frames += [frame] * counts[-1]
-    combined = work / "stills.h264"
-    done = encode_piece(combined, profile=profile, frames=frames)
-    index = read_index(combined)
-    data = combined.read_bytes()
-    first = 0
-    for (path, _), count in zip(stills, counts, strict=True):
-        tmp = path.with_name(f".{path.stem}.{os.getpid()}.{threading.get_ident()}.h264")
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp.write_bytes(data[index.offsets[first]: index.offsets[first + count]])
-        try:
+    tmps = [path.with_name(f".{path.stem}.{os.getpid()}.{threading.get_ident()}.h264")
+            for path, _ in stills]
+    branches, outputs, first = [], [], 0
+    for j, count in enumerate(counts):
+        branches.append(f"[s{j}]trim=start_frame={first}:end_frame={first + count},"
+                        f"setpts=PTS-STARTPTS,{normalize_filter(profile)}[o{j}]")
+        outputs += ["-map", f"[o{j}]", "-frames:v", str(count),
+                    *as_args(video_encoder_options(profile)), str(tmps[j])]
+        first += count
+    split = f"[0:v]split={len(stills)}" + "".join(f"[s{j}]" for j in range(len(stills)))
+    args = ["-f", "rawvideo", "-pix_fmt", "rgb24", "-s", f"{profile.width}x{profile.height}",
+            "-framerate", str(profile.fps), "-i", "pipe:0",
+            "-filter_complex", ";".join([split, *branches]), *outputs]
+    try:
+        for tmp in tmps:
+            tmp.parent.mkdir(parents=True, exist_ok=True)
+        cpu_s = run_ffmpeg_measured(args, what=f"{len(stills)} still piece(s) for {work}",
+                                    stdin_chunks=(np.ascontiguousarray(f).tobytes()
+                                                  for f in frames))
+        for (path, _), count, tmp in zip(stills, counts, tmps, strict=True):
             finish_clip(tmp, path, profile=profile, n_frames=count, what=f"still piece {path}")
-        finally:
+    finally:
+        for tmp in tmps:
             tmp.unlink(missing_ok=True)
             tmp.with_suffix(".json").unlink(missing_ok=True)
-        first += count
-    return done.cpu_s
+    return cpu_s
 
 
 def edit_piece(
