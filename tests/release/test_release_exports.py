@@ -1,8 +1,10 @@
-"""Exports: the lmms-eval task and its hooks, VLMEvalKit TSV, QVHighlights, VNBench JSON."""
+"""Exports: the lmms-eval task and its hooks, QVHighlights records, which files are written.
+
+The consumers' own conventions are checked in ``test_consumers_*.py``.
+"""
 
 from __future__ import annotations
 
-import csv
 import importlib.util
 import json
 import py_compile
@@ -15,26 +17,15 @@ import pytest
 import yaml
 
 from needleforge.evaluate import DEFAULT_RECALL_THRESHOLDS, parse_spans, recall_at_kx
-from needleforge.release.exports import (
-    TSV_COLUMNS,
-    lmms_eval_yaml,
-    task_name,
-    vlmevalkit_tsv,
-    vnbench_records,
-    write_exports,
-)
+from needleforge.release.exports import lmms_eval_yaml, task_name, write_exports
+from tests.release.consumer_cases import vnbench_choice_records
 
 GROUNDING: dict[str, Any] = {
     "question_id": "q1", "family": "nemo", "task": "object_grounding", "bucket": "short",
     "needle_type": "object", "n_needles": 2, "question": 'When is the "red\tcar" seen?',
     "video": "videos/m1.mp4", "duration_s": 40.0, "answer_spans": [[3.0, 8.0], [20.0, 24.5]],
 }
-CHOICE: dict[str, Any] = {
-    "question_id": "v1", "family": "vnbench", "task": "ret_edit", "bucket": "short",
-    "needle_type": "edit", "n_needles": 1, "question": "What is the secret word?",
-    "video": "videos/h1.mp4", "duration_s": 30.0, "options": ["apple", "pear", "fig", "kiwi"],
-    "answer_index": 2, "try": 1, "needle_spans": [[12.0, 13.0]],
-}
+CHOICES = vnbench_choice_records(samples_per_task=1, seed=3)
 
 
 class _TaskLoader(yaml.SafeLoader):
@@ -56,11 +47,17 @@ def _load_utils(path: Path) -> ModuleType:
 @pytest.fixture(scope="module")
 def exported(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("exports")
-    written = write_exports(root, [GROUNDING, CHOICE], release_name="Demo-2026.1")
+    written = write_exports(root, [GROUNDING, *CHOICES], release_name="Demo-2026.1")
     assert written == ["exports/lmms_eval/needleforge_demo_2026_1.yaml",
                        "exports/lmms_eval/needleforge_demo_2026_1_vnbench.yaml",
                        "exports/lmms_eval/utils.py", "exports/qvhighlights.jsonl",
-                       "exports/vlmevalkit.tsv", "exports/vnbench.json"]
+                       "exports/vlmevalkit/needleforge_grounding.tsv",
+                       "exports/vlmevalkit/needleforge_mcq.tsv",
+                       "exports/vlmevalkit/needleforge_vlmevalkit.py",
+                       "exports/vnbench.json", "exports/vnbench_act.json",
+                       "exports/vnbench_long.json"]
+    (root / "questions.jsonl").write_text("".join(json.dumps(r) + "\n"
+                                                  for r in [GROUNDING, *CHOICES]))
     return root
 
 
@@ -69,7 +66,7 @@ def test_lmms_eval_task_yaml_follows_the_task_format(exported: Path) -> None:
     task = yaml.load(text, Loader=_TaskLoader)  # a SafeLoader subclass
     assert task["task"] == task_name("Demo-2026.1") == "needleforge_demo_2026_1"
     assert task["dataset_path"] == "json"
-    assert task["dataset_kwargs"] == {"data_files": {"test": "questions.jsonl"}}
+    assert task["dataset_kwargs"] == {"data_files": {"test": "!function utils.QUESTIONS_FILE"}}
     assert task["test_split"] == "test" and task["output_type"] == "generate_until"
     for hook in ("process_docs", "doc_to_visual", "doc_to_text", "doc_to_target",
                  "process_results"):
@@ -118,32 +115,15 @@ def test_lmms_eval_hooks_score_like_the_needleforge_scorer(
         assert utils.aggregate_recall(items) == pytest.approx(100 * sum(expected) / 5)
 
 
-def test_vlmevalkit_tsv_has_the_header_and_one_row_per_question(exported: Path) -> None:
-    with (exported / "exports/vlmevalkit.tsv").open(newline="") as fh:
-        rows = list(csv.DictReader(fh, delimiter="\t"))
-    assert tuple(rows[0]) == TSV_COLUMNS
-    assert [r["index"] for r in rows] == ["0", "1"]
-    assert rows[0]["question"] == GROUNDING["question"]  # tab and quotes survive
-    assert json.loads(rows[0]["answer"]) == GROUNDING["answer_spans"]
-    assert (rows[1]["answer"], json.loads(rows[1]["candidates"]), rows[1]["try"]) == (
-        "C", CHOICE["options"], "1")
-    assert vlmevalkit_tsv([]).splitlines() == ["\t".join(TSV_COLUMNS)]
-
-
-def test_qvhighlights_and_vnbench_records(exported: Path) -> None:
+def test_qvhighlights_records(exported: Path) -> None:
     lines = (exported / "exports/qvhighlights.jsonl").read_text().splitlines()
     assert [json.loads(line) for line in lines] == [{
         "qid": "q1", "query": GROUNDING["question"], "vid": "m1", "duration": 40.0,
         "relevant_windows": [[3.0, 8.0], [20.0, 24.5]]}]
-    vn = json.loads((exported / "exports/vnbench.json").read_text())
-    assert vn == [{"question_id": "v1", "video": "videos/h1.mp4",
-                   "question": "What is the secret word?",
-                   "options": ["apple", "pear", "fig", "kiwi"], "gt": "fig", "gt_option": "C",
-                   "needle_time": [12.0], "length": 30.0, "type": "ret_edit", "try": 1}]
-    assert vnbench_records([GROUNDING]) == []
 
 
 def test_grounding_only_release_has_no_vnbench_file(tmp_path: Path) -> None:
     written = write_exports(tmp_path, [GROUNDING], release_name="g")
     assert "exports/vnbench.json" not in written
+    assert "exports/vlmevalkit/needleforge_mcq.tsv" not in written
     assert not (tmp_path / "exports/vnbench.json").exists()

@@ -10,7 +10,7 @@ from needleforge.evaluate.records import ChoiceQuestion, question_from_json
 from needleforge.vnbench import VNBenchResult, write_jsonl, write_vnbench_json
 
 VNBENCH_FIELDS = {"video", "question", "options", "gt", "gt_option", "needle_time", "length",
-                  "type", "try", "question_id"}
+                  "type", "try", "question_id", "sample_id"}
 
 
 def test_every_try_is_a_valid_scorer_question(vnb_result: VNBenchResult) -> None:
@@ -38,7 +38,10 @@ def test_vnbench_json_has_the_release_fields(vnb_result: VNBenchResult) -> None:
     samples = {s.sample_id: s for s in vnb_result.samples}
     for record in vnb_result.vnbench_json:
         assert set(record) == VNBENCH_FIELDS
-        sample = samples[record["question_id"]]
+        sample = samples[record["sample_id"]]
+        # VideoNIAH's eval.py groups the tries of a sample by question_id[:-2].
+        assert record["question_id"] == f"{sample.sample_id}_{record['try']}"
+        assert record["question_id"][:-2] == sample.sample_id
         assert record["options"]["ABCD".index(record["gt_option"])] == record["gt"]
         assert record["gt"] == sample.answer and record["type"] == sample.task
         assert record["length"] == sample.duration_s
@@ -53,3 +56,16 @@ def test_exports_round_trip_through_files(vnb_result: VNBenchResult, tmp_path: P
     assert [json.loads(line) for line in lines] == list(vnb_result.questions)
     array = write_vnbench_json(vnb_result.vnbench_json, path=tmp_path / "vnbench.json")
     assert json.loads(array.read_text("utf-8")) == list(vnb_result.vnbench_json)
+
+
+def test_every_task_has_a_suite_and_the_official_nine_are_the_configs() -> None:
+    from typing import get_args
+
+    from needleforge.config import VNBenchTask
+    from needleforge.vnbench import suite_of
+    from needleforge.vnbench.subtasks import ACT_SUBTASKS, LONG_SUBTASKS, SUBTASKS
+
+    assert set(SUBTASKS) == set(get_args(VNBenchTask))  # one list of the 9 official tasks
+    assert {suite_of(t) for t in SUBTASKS} == {"main"}
+    assert {suite_of(t) for t in LONG_SUBTASKS} == {"long"}
+    assert {suite_of(t) for t in ACT_SUBTASKS} == {"act"}

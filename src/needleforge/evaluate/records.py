@@ -20,6 +20,7 @@ import math
 from collections.abc import Mapping
 from typing import Any, Literal, NoReturn, Self, TypeAlias, get_args
 
+from needleforge.config import VNBenchTask
 from needleforge.errors import EvaluationError
 
 Family: TypeAlias = Literal["nemo", "vnbench"]
@@ -29,6 +30,10 @@ VNBenchGroup: TypeAlias = Literal["retrieval", "ordering", "counting"]
 Span: TypeAlias = tuple[float, float]
 
 N_TRIES = 4
+#: VNBench's 9 official tasks (seed 000, Table 1): the tasks its overall score averages, as
+#: VideoNIAH's own evaluation does. Long (``*_long``) and Act (``*_act``) tasks are scored
+#: per task but kept out of the overall. The names are owned by ``config.VNBenchTask``.
+VNBENCH_TASKS: tuple[str, ...] = get_args(VNBenchTask)
 N_OPTIONS = 4
 LETTERS = "ABCD"
 #: Ground-truth spans may overshoot the video by rounding noise of this many seconds.

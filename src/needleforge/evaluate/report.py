@@ -69,12 +69,29 @@ class ChoiceScores:
 class VNBenchSummary:
     """VNBench's headline: circular accuracy per task, per group (mean of its tasks), overall.
 
-    ``overall`` is the mean of the group means of the groups present (all three in a full run).
+    ``tasks`` lists every task, Long and Act included; ``groups`` and ``overall`` (the mean
+    of the group means present, all three in a full run) average only VNBench's 9 official
+    tasks, as VideoNIAH's own evaluation does (all tasks when none of the 9 is present).
     """
 
     tasks: Mapping[str, float]
     groups: Mapping[str, float]
     overall: float
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class QVHighlightsScores:
+    """Moment retrieval in moment_detr's conventions (:mod:`needleforge.evaluate.qvhighlights`).
+
+    Keys of ``r1`` and ``map`` are tIoU thresholds; ``range_map`` holds the average mAP of the
+    short, middle and long ground-truth windows, None for a range with no window.
+    """
+
+    n_queries: int
+    r1: Mapping[float, float]
+    map: Mapping[float, float]
+    average_map: float
+    range_map: Mapping[str, float | None]
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -89,12 +106,16 @@ class Issue:
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class ScoreReport:
-    """Everything :func:`needleforge.evaluate.score` measured; empty sections are empty dicts."""
+    """Everything :func:`needleforge.evaluate.score` measured; empty sections are empty dicts.
+
+    ``qvhighlights`` is set when the predictions were a moment_detr submission.
+    """
 
     grounding: Mapping[str, Mapping[str, GroundingScores]]
     choice: Mapping[str, Mapping[str, ChoiceScores]]
     vnbench: VNBenchSummary | None
     issues: tuple[Issue, ...]
+    qvhighlights: QVHighlightsScores | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-serialisable dict (threshold keys become strings such as ``"0.7"``)."""
@@ -102,6 +123,7 @@ class ScoreReport:
             "grounding": _jsonable(self.grounding),
             "choice": _jsonable(self.choice),
             "vnbench": _jsonable(self.vnbench),
+            "qvhighlights": _jsonable(self.qvhighlights),
             "issues": [dict(_jsonable(i), **{"try": i.try_index}) for i in self.issues],
             "issue_counts": self.issue_counts(),
         }
@@ -122,7 +144,10 @@ class ScoreReport:
             parts += ["## Multiple choice", "", *_choice_table(self.choice), ""]
         if self.vnbench is not None:
             groups = ", ".join(f"{g} {_pct(v)}" for g, v in self.vnbench.groups.items())
-            parts += [f"**VNBench overall** {_pct(self.vnbench.overall)} ({groups})", ""]
+            parts += [f"**VNBench overall** {_pct(self.vnbench.overall)} ({groups}; the 9 "
+                      "official tasks, as VNBench's own evaluation averages them)", ""]
+        if self.qvhighlights is not None:
+            parts += [*_qvhighlights_lines(self.qvhighlights), ""]
         counts = self.issue_counts()
         parts.append("Issues: " + ", ".join(f"{k} {v}" for k, v in counts.items()))
         for issue in self.issues[:_SHOWN_ISSUES]:
@@ -146,6 +171,15 @@ def _jsonable(value: Any) -> Any:
 
 def _pct(value: float) -> str:
     return f"{100 * value:.2f}"
+
+
+def _qvhighlights_lines(q: QVHighlightsScores) -> list[str]:
+    ranges = ", ".join(f"{name} {'n/a' if v is None else _pct(v)}"
+                       for name, v in q.range_map.items())
+    return ["## QVHighlights conventions (moment_detr standalone_eval)", "",
+            f"R1@0.5 {_pct(q.r1[0.5])}, R1@0.7 {_pct(q.r1[0.7])}, mAP {_pct(q.average_map)} "
+            f"(mAP@0.5 {_pct(q.map[0.5])}, mAP@0.75 {_pct(q.map[0.75])}; by window length: "
+            f"{ranges}) over {q.n_queries} queries"]
 
 
 def _rows(breakdown: Breakdown) -> list[tuple[str, Any]]:

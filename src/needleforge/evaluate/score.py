@@ -15,11 +15,15 @@ parses to nothing as ``unparsed``, one that declines as ``refused`` (see
 :mod:`needleforge.evaluate.parse`). Grounding metrics: :mod:`needleforge.evaluate.metrics`.
 Multiple choice: accuracy per try, over all tries, and circular accuracy (a sample counts only
 when all 4 rotations are right, VNBench Sec. 3.4); the VNBench overall score is the mean of the
-retrieval, ordering and counting group means, each the mean of its tasks' circular accuracy.
+retrieval, ordering and counting group means, each the mean of its tasks' circular accuracy,
+over VNBench's 9 official tasks only (as VideoNIAH's ``evaluation_utils.py`` and ``eval.py``
+compute it, so both give the same number for the same answers); Long and Act tasks are listed
+per task beside it. A question set with none of the official tasks averages the tasks it has.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -28,7 +32,7 @@ import numpy as np
 import numpy.typing as npt
 
 from needleforge.errors import EvaluationError
-from needleforge.evaluate.files import load_predictions, load_questions
+from needleforge.evaluate.files import load_prediction_file, load_questions
 from needleforge.evaluate.metrics import (
     DEFAULT_MAP_THRESHOLDS,
     DEFAULT_RECALL_THRESHOLDS,
@@ -36,8 +40,10 @@ from needleforge.evaluate.metrics import (
     evaluate_grounding,
 )
 from needleforge.evaluate.parse import parse_choice, parse_spans
+from needleforge.evaluate.qvhighlights import qvhighlights_scores
 from needleforge.evaluate.records import (
     N_TRIES,
+    VNBENCH_TASKS,
     ChoiceQuestion,
     GroundingQuestion,
     Prediction,
@@ -251,7 +257,7 @@ def _choice_scores(correct: npt.NDArray[np.bool_], status: npt.NDArray[np.str_],
 
 
 def _vnbench(samples: Sequence[Sample], circular: npt.NDArray[np.bool_]) -> VNBenchSummary | None:
-    """Circular accuracy per VNBench task, per group (mean of its tasks), overall."""
+    """Circular accuracy per VNBench task; per group and overall over the official tasks."""
     by_task: dict[str, list[bool]] = defaultdict(list)
     for sample, right in zip(samples, circular, strict=True):
         if sample[0].family == "vnbench":
@@ -259,9 +265,10 @@ def _vnbench(samples: Sequence[Sample], circular: npt.NDArray[np.bool_]) -> VNBe
     if not by_task:
         return None
     tasks = {t: float(np.mean(v)) for t, v in sorted(by_task.items())}
+    averaged = [t for t in tasks if t in VNBENCH_TASKS] or list(tasks)
     per_group: dict[str, list[float]] = defaultdict(list)
-    for task, value in tasks.items():
-        per_group[vnbench_group(task) or "other"].append(value)
+    for task in averaged:
+        per_group[vnbench_group(task) or "other"].append(tasks[task])
     order: tuple[str, ...] = ("retrieval", "ordering", "counting")
     groups = {g: float(np.mean(per_group[g])) for g in order if g in per_group}
     return VNBenchSummary(tasks=tasks, groups=groups, overall=float(np.mean(list(groups.values()))))
@@ -310,9 +317,23 @@ def score_files(questions_path: str | Path, predictions_path: str | Path, *,
                 map_thresholds: Sequence[float] = DEFAULT_MAP_THRESHOLDS) -> ScoreReport:
     """Load both JSONL files and :func:`score` them: what a ``needleforge score`` command calls.
 
+    A moment_detr submission (``pred_relevant_windows``) is scored against the grounding
+    questions only, and the report adds the QVHighlights metrics beside ours.
+
     Raises:
-        EvaluationError: an unreadable or malformed file (with path and line number), or any
-            error of :func:`score`.
+        EvaluationError: an unreadable or malformed file (with path and line number), a
+            moment_detr submission for a release without grounding questions, or any error
+            of :func:`score`.
     """
-    return score(load_questions(questions_path), load_predictions(predictions_path),
-                 recall_thresholds=recall_thresholds, map_thresholds=map_thresholds)
+    questions = load_questions(questions_path)
+    predictions, layout = load_prediction_file(predictions_path)
+    if layout == "needleforge":
+        return score(questions, predictions, recall_thresholds=recall_thresholds,
+                     map_thresholds=map_thresholds)
+    grounding = [q for q in questions if isinstance(q, GroundingQuestion)]
+    if not grounding:
+        raise EvaluationError(f"{predictions_path} is a moment_detr submission, but "
+                              f"{questions_path} holds no grounding question")
+    report = score(grounding, predictions, recall_thresholds=recall_thresholds,
+                   map_thresholds=map_thresholds)
+    return dataclasses.replace(report, qvhighlights=qvhighlights_scores(grounding, predictions))

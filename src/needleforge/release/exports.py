@@ -1,38 +1,34 @@
-"""Exports of a release for other evaluation tool kits (``exports/``).
+"""Exports of a release for other evaluation tool kits (``exports/``), each in its consumer's
+conventions, checked against the consumer's own code (``tests/release/test_consumers_*``):
 
 - ``lmms_eval/<task>.yaml`` + ``lmms_eval/utils.py``: an lmms-eval task over the grounding
   questions of ``questions.jsonl`` (Recall@1x at tIoU 0.7 and 0.5), and ``<task>_vnbench.yaml``
-  over the VNBench tries (circular accuracy). Run lmms-eval from the release folder with
-  ``--include_path exports/lmms_eval --tasks <task>``.
-- ``vlmevalkit.tsv``: one row per question (``index, question_id, video, video_path,
-  duration, bucket, task, needle_type, n_needles, question, answer, candidates, try``); the
-  answer is the spans as JSON for grounding, the letter for multiple choice.
-- ``qvhighlights.jsonl``: grounding questions as moment-retrieval records (``qid, query, vid,
-  duration, relevant_windows``).
-- ``vnbench.json``: multiple-choice tries in VNBench's layout (``video, question, options, gt,
-  gt_option, needle_time, length, type, try``); written only when there are any.
+  over the VNBench tries (circular accuracy and VNBench's overall). The data path is resolved
+  by ``utils.py`` from the task file or ``$NEEDLEFORGE_RELEASE_DIR``, so
+  ``lmms-eval --include_path <release>/exports/lmms_eval --tasks <task>`` runs from anywhere.
+- ``vlmevalkit/``: a multiple-choice TSV, a grounding TSV and a drop-in dataset module
+  (:mod:`needleforge.release.vlmevalkit`).
+- ``qvhighlights.jsonl``: grounding questions as QVHighlights moment-retrieval records (``qid,
+  query, vid, duration, relevant_windows``); saliency is not annotated.
+- ``vnbench.json`` (+ ``vnbench_long.json``, ``vnbench_act.json``): VNBench tries in VideoNIAH's
+  annotation layout (:mod:`needleforge.release.vnbench_files`); written only when there are any.
 """
 
 from __future__ import annotations
 
-import csv
 import importlib.resources
-import io
 import json
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from needleforge.release.files import write_json, write_jsonl
+from needleforge.release.files import write_jsonl
 from needleforge.release.lmms_eval_utils import DEFAULT_POST_PROMPT
+from needleforge.release.vlmevalkit import write_vlmevalkit
+from needleforge.release.vnbench_files import write_vnbench_files
 
 Record = Mapping[str, Any]
-_LETTERS = "ABCD"
-TSV_COLUMNS: tuple[str, ...] = (
-    "index", "question_id", "video", "video_path", "duration", "bucket", "task", "needle_type",
-    "n_needles", "question", "answer", "candidates", "try",
-)
 
 
 def task_name(release_name: str) -> str:
@@ -54,9 +50,11 @@ def _task_yaml(task: str, *, hooks: str, max_new_tokens: int,
     return [
         f"task: {_q(task)}",
         "dataset_path: json",
+        "# The release's questions.jsonl, absolute, from $NEEDLEFORGE_RELEASE_DIR or two folders",
+        "# above this file: utils.py computes it when lmms-eval resolves the tag (see there).",
         "dataset_kwargs:",
         "  data_files:",
-        "    test: questions.jsonl",
+        "    test: !function utils.QUESTIONS_FILE",
         "test_split: test",
         "output_type: generate_until",
         f"process_docs: !function utils.{hooks}process_docs",
@@ -84,8 +82,8 @@ def lmms_eval_yaml(release_name: str) -> str:
     task = task_name(release_name)
     return "\n".join([
         f"# lmms-eval task for the needleforge release {release_name}.",
-        "# Run from the release folder (data_files is relative to the working directory):",
-        f"#   lmms-eval --include_path exports/lmms_eval --tasks {task} ...",
+        "# Runs from any directory; set NEEDLEFORGE_RELEASE_DIR when this folder is moved:",
+        f"#   lmms-eval --include_path <release>/exports/lmms_eval --tasks {task} ...",
         *_task_yaml(task, hooks="", max_new_tokens=256,
                     metrics=[(f"recall_1x_tiou_{m}", "aggregate_recall") for m in ("0.7", "0.5")],
                     extra=["lmms_eval_specific_kwargs:", "  default:", '    pre_prompt: ""',
@@ -100,9 +98,10 @@ def lmms_eval_vnbench_yaml(release_name: str) -> str:
     task = task_name(release_name) + "_vnbench"
     return "\n".join([
         f"# lmms-eval task for the VNBench tries of the needleforge release {release_name}.",
-        f"#   lmms-eval --include_path exports/lmms_eval --tasks {task} ...",
+        f"#   lmms-eval --include_path <release>/exports/lmms_eval --tasks {task} ...",
         *_task_yaml(task, hooks="vnbench_", max_new_tokens=16,
-                    metrics=[("circular_accuracy", "aggregate_circular")], extra=[]),
+                    metrics=[("circular_accuracy", "aggregate_circular"),
+                             ("vnbench_overall", "aggregate_vnbench_overall")], extra=[]),
         f"  release: {_q(release_name)}",
         "",
     ])
@@ -114,27 +113,6 @@ def lmms_eval_utils_source() -> str:
         "lmms_eval_utils.py").read_text(encoding="utf-8")
 
 
-def _letter(record: Record) -> str:
-    return _LETTERS[int(record["answer_index"])]
-
-
-def vlmevalkit_tsv(records: Sequence[Record]) -> str:
-    """Every question as one TSV row (columns :data:`TSV_COLUMNS`), with a header line."""
-    buf = io.StringIO()
-    writer = csv.writer(buf, delimiter="\t", lineterminator="\n")
-    writer.writerow(TSV_COLUMNS)
-    for i, r in enumerate(records):
-        grounding = "answer_spans" in r
-        writer.writerow([
-            i, r["question_id"], Path(r["video"]).stem, r["video"], r["duration_s"], r["bucket"],
-            r["task"], r["needle_type"], r["n_needles"], r["question"],
-            json.dumps(r["answer_spans"]) if grounding else _letter(r),
-            "" if grounding else json.dumps(list(r["options"]), ensure_ascii=False),
-            "" if grounding else r["try"],
-        ])
-    return buf.getvalue()
-
-
 def qvhighlights_records(records: Sequence[Record]) -> list[dict[str, Any]]:
     """Grounding questions as QVHighlights moment-retrieval records (``qid`` is the id)."""
     return [{"qid": r["question_id"], "query": r["question"], "vid": Path(r["video"]).stem,
@@ -142,18 +120,13 @@ def qvhighlights_records(records: Sequence[Record]) -> list[dict[str, Any]]:
             for r in records if "answer_spans" in r]
 
 
-def vnbench_records(records: Sequence[Record]) -> list[dict[str, Any]]:
-    """Multiple-choice tries in VNBench's annotation layout (one entry per try)."""
-    return [{"question_id": r["question_id"], "video": r["video"], "question": r["question"],
-             "options": list(r["options"]), "gt": r["options"][int(r["answer_index"])],
-             "gt_option": _letter(r),
-             "needle_time": [span[0] for span in r.get("needle_spans", [])],
-             "length": r["duration_s"], "type": r["task"], "try": r["try"]}
-            for r in records if "options" in r]
-
-
 def write_exports(root: Path, records: Sequence[Record], *, release_name: str) -> list[str]:
-    """Write every export under ``root / "exports"``; returns the paths written (relative)."""
+    """Write every export under ``root / "exports"``; returns the paths written (relative).
+
+    Raises:
+        ReleaseError: VNBench tries that VideoNIAH's scripts would miscount (see
+            :func:`needleforge.release.vnbench_files.check_vnbench_release`).
+    """
     out = root / "exports"
     (out / "lmms_eval").mkdir(parents=True)
     written = []
@@ -169,10 +142,6 @@ def write_exports(root: Path, records: Sequence[Record], *, release_name: str) -
     if written:
         (out / "lmms_eval" / "utils.py").write_text(lmms_eval_utils_source(), encoding="utf-8")
         written.append("exports/lmms_eval/utils.py")
-    (out / "vlmevalkit.tsv").write_text(vlmevalkit_tsv(records), encoding="utf-8")
-    written.append("exports/vlmevalkit.tsv")
-    choices = vnbench_records(records)
-    if choices:
-        write_json(out / "vnbench.json", choices)
-        written.append("exports/vnbench.json")
+    written += write_vlmevalkit(root, records)
+    written += write_vnbench_files(root, records)
     return sorted(written)

@@ -9,8 +9,12 @@ tIoU ``>=`` the threshold with it; the score is recalled targets / all targets (
 The response parser here reads the common forms (``[12, 17.5]``, ``12 - 17.5``, ``12s to 17s``,
 ``1:02 - 1:10``); the needleforge scorer (``needleforge score``) is the reference and reads more.
 
-Videos are found relative to the release root: ``$NEEDLEFORGE_RELEASE_DIR`` when set, else two
-folders above this file (``<release>/exports/lmms_eval/utils.py``).
+The release root is ``$NEEDLEFORGE_RELEASE_DIR`` when set, else two folders above this file
+(``<release>/exports/lmms_eval/utils.py``), whatever directory lmms-eval runs from. The task
+YAML names its data as ``!function utils.QUESTIONS_FILE``: lmms-eval resolves that tag when it
+loads the task, by reading this module's attribute, which :func:`__getattr__` computes then
+(no work at import): the absolute path of the root's ``questions.jsonl``, or a
+``FileNotFoundError`` naming the path it looked for.
 """
 
 from __future__ import annotations
@@ -35,9 +39,34 @@ _SPAN_RE = re.compile(
 )
 
 
+QUESTIONS_NAME = "questions.jsonl"
+
+
 def _release_dir() -> Path:
     env = os.environ.get("NEEDLEFORGE_RELEASE_DIR")
     return Path(env) if env else Path(__file__).resolve().parents[2]
+
+
+def questions_path() -> Path:
+    """The release's ``questions.jsonl``, absolute.
+
+    Raises:
+        FileNotFoundError: it does not exist (the message names the path and the fix).
+    """
+    path = (_release_dir() / QUESTIONS_NAME).resolve()
+    if not path.is_file():
+        raise FileNotFoundError(
+            f"needleforge lmms-eval task: {path} does not exist; set NEEDLEFORGE_RELEASE_DIR "
+            "to the release folder (the one holding questions.jsonl), or keep this task in "
+            "<release>/exports/lmms_eval")
+    return path
+
+
+def __getattr__(name: str) -> str:
+    """``QUESTIONS_FILE``: :func:`questions_path` as text, computed when the YAML asks."""
+    if name == "QUESTIONS_FILE":
+        return str(questions_path())
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def process_docs(dataset: Any) -> Any:
@@ -128,7 +157,12 @@ def aggregate_recall(items: list[dict[str, Any]]) -> float:
 
 # --- VNBench multiple choice (the ``<task>_vnbench`` task) ---------------------------------
 # Circular evaluation as in VNBench: a sample counts only when all 4 of its tries (option
-# rotations) are answered with the right letter.
+# rotations) are answered with the right letter. ``vnbench_overall`` is VNBench's headline as
+# its own evaluation computes it: the mean of the retrieval, ordering and counting means of
+# the circular accuracy of its 9 official tasks (Long and Act tasks are left out of it).
+
+VNBENCH_TASKS = ("ret_edit1", "ret_insert1", "ret_insert2", "ord_edit1", "ord_insert1",
+                 "ord_insert2", "cnt_edit1", "cnt_edit2", "cnt_insert1")
 
 _LETTER_RE = re.compile(r"\b([ABCD])\b")
 _CHOICE_PROMPT = "\nAnswer with the letter of the correct option only."
@@ -162,8 +196,9 @@ def parse_letter(text: str) -> str | None:
 def vnbench_process_results(doc: dict[str, Any], results: list[str]) -> dict[str, Any]:
     """Whether this try was answered right, keyed by its sample for the circular score."""
     letter = parse_letter(results[0] if results else "")
-    return {"circular_accuracy": {"question_id": doc["question_id"],
-                                  "correct": letter == vnbench_doc_to_target(doc)}}
+    item = {"question_id": doc["question_id"], "task": doc["task"],
+            "correct": letter == vnbench_doc_to_target(doc)}
+    return {"circular_accuracy": item, "vnbench_overall": item}
 
 
 def aggregate_circular(items: list[dict[str, Any]]) -> float:
@@ -173,3 +208,19 @@ def aggregate_circular(items: list[dict[str, Any]]) -> float:
         key = str(item["question_id"])
         samples[key] = samples.get(key, True) and bool(item["correct"])
     return 100.0 * sum(samples.values()) / len(samples) if samples else 0.0
+
+
+def aggregate_vnbench_overall(items: list[dict[str, Any]]) -> float:
+    """VNBench's overall score in percent: the mean of its 3 group means over the 9 tasks."""
+    samples: dict[tuple[str, str], bool] = {}
+    for item in items:
+        if item["task"] in VNBENCH_TASKS:
+            key = (str(item["task"]), str(item["question_id"]))
+            samples[key] = samples.get(key, True) and bool(item["correct"])
+    groups: dict[str, list[float]] = {}
+    for task in VNBENCH_TASKS:
+        kept = [ok for (t, _), ok in samples.items() if t == task]
+        if kept:
+            groups.setdefault(task[:3], []).append(sum(kept) / len(kept))
+    means = [sum(v) / len(v) for v in groups.values()]
+    return 100.0 * sum(means) / len(means) if means else 0.0

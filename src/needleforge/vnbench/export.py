@@ -6,21 +6,32 @@ correct option is under every letter once (circular evaluation).
 - :func:`choice_records` → ``questions.jsonl`` objects read by
   :class:`needleforge.evaluate.records.ChoiceQuestion` (``question_id`` = sample id, shared by
   the tries; ``try`` 0–3; extra keys ``needle_spans`` and ``haystack`` are ignored by it).
-- :func:`vnbench_records` → the layout of the VNBench release JSON: ``video``, ``question``,
-  ``options``, ``gt`` (answer text), ``gt_option`` (its letter in this try), ``needle_time``
-  (start second of every needle in the video), ``length`` (seconds), ``type`` (the task),
-  ``try``; plus ``question_id`` so tries can be grouped.
+- :func:`vnbench_entry` → one try in the layout of the VNBench annotation JSON, as VideoNIAH's
+  own scripts read it (``joez17/VideoNIAH``: ``llava_examples/model_video_niah.py`` reads
+  ``video``, ``question``, ``options``, ``gt`` (the answer text), ``type`` and ``try``;
+  ``evaluation/eval.py`` groups the 4 tries of a sample by ``question_id[:-2]``, so the id
+  is ``<sample>_<try>``). We add ``sample_id`` (the sample, in a field of its own),
+  ``gt_option`` (the letter in this try), ``needle_time`` (start second of every needle) and
+  ``length`` (seconds). Release records and stage samples go through the same function, so the
+  layout has one owner.
+- :func:`suite_of` tells which file of a release a task belongs in: VNBench's own evaluation
+  sums every task whose name contains ``ret``, ``ord`` or ``cnt``, so Long and Act tries ship
+  in files of their own (see :mod:`needleforge.release.vnbench_files`).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, TypeAlias
 
 from needleforge.media.outputs import write_text_atomic
-from needleforge.vnbench.records import LETTERS, N_OPTIONS, VNBenchSample
+from needleforge.vnbench.records import LETTERS, N_OPTIONS, VNBenchError, VNBenchSample
+from needleforge.vnbench.subtasks import ACT_SUBTASKS, LONG_SUBTASKS, SUBTASKS
+
+#: Which release file a VNBench task ships in: the 9 official tasks, Long, or Act.
+Suite: TypeAlias = Literal["main", "long", "act"]
 
 
 def choice_records(sample: VNBenchSample) -> list[dict[str, Any]]:
@@ -41,19 +52,48 @@ def choice_records(sample: VNBenchSample) -> list[dict[str, Any]]:
     return records
 
 
+def vnbench_entry(record: Mapping[str, Any]) -> dict[str, Any]:
+    """One try (a :func:`choice_records` or release record) in the VNBench JSON layout.
+
+    Raises:
+        VNBenchError: ``try`` is not a single digit 0–3 (``<sample>_<try>`` must end in two
+            characters for VNBench's ``question_id[:-2]`` grouping).
+    """
+    try_index = record["try"]
+    if type(try_index) is not int or not 0 <= try_index < N_OPTIONS:
+        raise VNBenchError(f"sample {record['question_id']!r}: try = {try_index!r} must be "
+                           f"an integer in 0..{N_OPTIONS - 1}")
+    options = list(record["options"])
+    answer = int(record["answer_index"])
+    return {
+        "question_id": f"{record['question_id']}_{try_index}",
+        "sample_id": record["question_id"], "video": record["video"],
+        "question": record["question"], "options": options, "gt": options[answer],
+        "gt_option": LETTERS[answer],
+        "needle_time": [span[0] for span in record.get("needle_spans", [])],
+        "length": record["duration_s"], "type": record["task"], "try": try_index,
+    }
+
+
 def vnbench_records(sample: VNBenchSample) -> list[dict[str, Any]]:
     """The 4 tries of ``sample`` in the VNBench JSON layout."""
-    records = []
-    for try_index in range(N_OPTIONS):
-        options, answer_index = sample.rotation(try_index)
-        records.append({
-            "video": sample.video, "question": sample.question, "options": list(options),
-            "gt": sample.answer, "gt_option": LETTERS[answer_index],
-            "needle_time": [start for start, _ in sample.needle_spans],
-            "length": sample.duration_s, "type": sample.task, "try": try_index,
-            "question_id": sample.sample_id,
-        })
-    return records
+    return [vnbench_entry(r) for r in choice_records(sample)]
+
+
+def suite_of(task: str) -> Suite:
+    """``main`` for the 9 official VNBench tasks, ``long`` or ``act`` for the extensions.
+
+    Raises:
+        VNBenchError: an unknown task name.
+    """
+    if task in SUBTASKS:
+        return "main"
+    if task in LONG_SUBTASKS:
+        return "long"
+    if task in ACT_SUBTASKS:
+        return "act"
+    known = sorted({*SUBTASKS, *LONG_SUBTASKS, *ACT_SUBTASKS})
+    raise VNBenchError(f"task {task!r} is not a VNBench task ({', '.join(known)})")
 
 
 def all_records(samples: Sequence[VNBenchSample]) -> tuple[list[dict[str, Any]],
