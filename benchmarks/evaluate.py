@@ -13,15 +13,23 @@ other processes hits both alike; absolute seconds are printed for context only):
    also the detector calls each made and the answers that differ.
 3. **Random baseline**: ``run_model`` with no decoding (``needs_pixels = False``) against the
    same model made to decode its frames.
+4. **Blind baselines and the bias audit** (no timing): each blind baseline's score with its
+   interval beside random on the release (the audit the gate runs), then on the same
+   release with a planted bias (every answer moved into the first tenth; every counting
+   answer made "1"); with ``--other-release`` (the same recipe, another seed), Kendall's tau
+   of the baselines' rankings (random, the blind ones, embedded unless ``--no-embedded``)
+   between the two releases, on NeMo Recall@1x tIoU 0.5 and VNBench accuracy per try.
 
 Needs a built release (default ``releases/sample``: ``dvc repro``); without one, figure 1 runs on
 a synthetic 5-minute 640x360 25 fps clip with a keyframe every second and 2–3 are skipped.
-Run: ``python benchmarks/evaluate.py [--release releases/sample] [--questions 24]``.
+Run: ``python benchmarks/evaluate.py [--release releases/sample] [--questions 24]
+[--other-release DIR] [--only-bias]``.
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import statistics
 import subprocess
@@ -35,10 +43,23 @@ import numpy as np
 
 from needleforge.backends.embedded.detector import EmbeddedDetector
 from needleforge.backends.openai_http import TimedFrame
-from needleforge.evaluate import EmbeddedGroundingBaseline, RandomBaseline, run_model
+from needleforge.evaluate import (
+    BLIND_NAMES,
+    EmbeddedGroundingBaseline,
+    Prediction,
+    RandomBaseline,
+    blind_baseline,
+    blind_predictions,
+    load_predictions,
+    load_questions,
+    run_model,
+    score,
+)
+from needleforge.evaluate.blind import random_answer
 from needleforge.evaluate.frames import DecodeMode, sample_frames
 from needleforge.evaluate.prompts import AnswerKind
 from needleforge.media.ffmpeg import ffmpeg_binary
+from needleforge.quality.bias import audit_release
 
 _GROUNDING: AnswerKind = "grounding"
 
@@ -150,6 +171,140 @@ def bench_random(release: Path, questions: Sequence[dict[str, Any]], max_frames:
     print(f"same answers: {same}")
 
 
+def plant_early(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Every grounding answer moved into the first tenth of its video (lengths kept)."""
+    out = []
+    for i, r in enumerate(records):
+        if "answer_spans" in r:
+            start = (i % 10) / 100 * r["duration_s"]
+            r = {**r, "answer_spans": [[round(start, 3), round(min(
+                r["duration_s"], start + e - s), 3)] for s, e in r["answer_spans"][:1]],
+                "n_needles": 1}
+        out.append(r)
+    return out
+
+
+def plant_ones(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Every counting answer made "1" (a wrong "1" takes the old right text)."""
+    out = []
+    for r in records:
+        if "options" in r and str(r["task"]).startswith("cnt"):
+            options = list(r["options"])
+            right = options[r["answer_index"]]
+            options = [right if o == "1" else o for o in options]
+            options[r["answer_index"]] = "1"
+            r = {**r, "options": options}
+        out.append(r)
+    return out
+
+
+def print_audit(label: str, records: Sequence[dict[str, Any]]) -> None:
+    audit = audit_release(records)
+    positions = audit.to_dict()["positions"]
+    print(f"\n{label}: {audit.n_grounding} grounding questions, first tenth "
+          f"{positions['first_tenth']}, at 0 s {positions['at_zero']}, position bins "
+          f"{positions['bins']} (multi-needle {positions['multi_needle_bins']}), "
+          f"single-needle depth flatness p {positions['single_needle_depth_flat_p']}")
+    print("| baseline | metric | n | score [CI] vs random | excess (points) | gate |")
+    print("|---|---|---|---|---|---|")
+    for s in audit.scores:
+        verdict = "-" if s.baseline == "random" else "FAIL" if s.exceeds(audit.margin) \
+            else "pass"
+        print(f"| {s.baseline} | {s.metric} | {s.n} | {s.summary()} | {100 * s.excess:+.1f} | "
+              f"{verdict} |")
+
+
+def kendall_tau(a: Sequence[float], b: Sequence[float]) -> float:
+    """Kendall's tau-b of two score lists over the same items (ties counted as ties); NaN
+    when either list is all ties (no ranking to compare)."""
+    concordant = discordant = ties_a = ties_b = 0
+    for i in range(len(a)):
+        for j in range(i + 1, len(a)):
+            da, db = a[i] - a[j], b[i] - b[j]
+            if da == 0 and db == 0:
+                continue
+            if da == 0:
+                ties_a += 1
+            elif db == 0:
+                ties_b += 1
+            elif (da > 0) == (db > 0):
+                concordant += 1
+            else:
+                discordant += 1
+    denominator = ((concordant + discordant + ties_a) * (concordant + discordant + ties_b)) ** 0.5
+    return (concordant - discordant) / denominator if denominator else float("nan")
+
+
+Scores = dict[str, tuple[float, float]]
+
+
+def baseline_scores(release: Path, *, embedded: bool, max_frames: int
+                    ) -> tuple[Scores, tuple[int, int]]:
+    """(NeMo Recall@1x tIoU 0.5, VNBench accuracy per try) of every baseline on ``release``,
+    each scored by the scorer from its answers as ``needleforge evaluate`` writes them; and
+    (grounding questions, VNBench samples), the sizes their sampling error depends on."""
+    questions = load_questions(release / "questions.jsonl")
+    answers: dict[str, list[Prediction]] = {"random": [random_answer(q) for q in questions]}
+    for name in BLIND_NAMES:
+        answers[name] = blind_predictions(questions, blind_baseline(name))
+    if embedded:
+        with tempfile.TemporaryDirectory() as scratch:
+            out = run_model(release / "questions.jsonl", model=EmbeddedGroundingBaseline(),
+                            release_dir=release, out=Path(scratch) / "embedded.jsonl",
+                            max_frames=max_frames)
+            answers["embedded"] = load_predictions(out)
+    scores = {}
+    for name, predictions in answers.items():
+        report = score(questions, predictions)
+        grounding = report.grounding.get("all", {}).get("all")
+        choice = report.choice.get("all", {}).get("all")
+        scores[name] = (grounding.recall[0.5] if grounding else float("nan"),
+                        choice.accuracy if choice else float("nan"))
+    n_grounding = sum(1 for q in questions if not hasattr(q, "options"))
+    n_samples = len({q.question_id for q in questions if hasattr(q, "options")})
+    return scores, (n_grounding, n_samples)
+
+
+def tiers(values: Sequence[float], n: int) -> list[int]:
+    """Tier of each score: sorted scores closer than their sampling error (1.96 standard
+    errors of the difference, binomial over ``n`` units) share a tier."""
+    order = sorted(range(len(values)), key=lambda i: values[i])
+    tier, out = 0, [0] * len(values)
+    for prev, cur in itertools.pairwise(order):
+        se = sum(values[i] * (1 - values[i]) / max(n, 1) for i in (prev, cur)) ** 0.5
+        if values[cur] - values[prev] > 1.96 * se:
+            tier += 1
+        out[cur] = tier
+    return out
+
+
+def bench_bias(release: Path, other: Path | None, *, embedded: bool, max_frames: int) -> None:
+    print("\n4. blind baselines and the bias audit (scores, not timings)")
+    records = [json.loads(line) for line in
+               (release / "questions.jsonl").read_text().splitlines() if line]
+    print_audit(f"{release} as built", records)
+    print_audit("planted: every answer in the first tenth", plant_early(records))
+    print_audit('planted: every counting answer "1"', plant_ones(records))
+    if other is None:
+        print("\nKendall tau: pass --other-release (the same recipe built with another seed)")
+        return
+    first, sizes = baseline_scores(release, embedded=embedded, max_frames=max_frames)
+    second, other_sizes = baseline_scores(other, embedded=embedded, max_frames=max_frames)
+    names = sorted(first)
+    print(f"\nA = {release}, B = {other}")
+    print("| baseline | R@1x 0.5 A | R@1x 0.5 B | acc/try A | acc/try B |")
+    print("|---|---|---|---|---|")
+    for name in names:
+        print(f"| {name} | {100 * first[name][0]:.1f} | {100 * second[name][0]:.1f} | "
+              f"{100 * first[name][1]:.1f} | {100 * second[name][1]:.1f} |")
+    for k, metric in enumerate(("NeMo R@1x tIoU 0.5", "VNBench accuracy per try")):
+        a, b = [first[n][k] for n in names], [second[n][k] for n in names]
+        tiered = kendall_tau(tiers(a, sizes[k]), tiers(b, other_sizes[k]))
+        print(f"Kendall tau-b of the {len(names)} baselines' ranking, {metric}: "
+              f"{kendall_tau(a, b):.2f} on the scores, {tiered:.2f} on tiers of scores within "
+              "sampling error of each other (goal >= 0.9)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--release", type=Path, default=Path("releases/sample"))
@@ -157,24 +312,33 @@ def main() -> None:
                         help="release questions for figures 2 and 3 (short ones first)")
     parser.add_argument("--max-frames", type=int, default=16)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--other-release", type=Path, default=None,
+                        help="the same recipe built with another seed (figure 4's tau)")
+    parser.add_argument("--no-embedded", action="store_true",
+                        help="leave the embedded baseline out of figure 4's ranking")
+    parser.add_argument("--only-bias", action="store_true", help="figure 4 only")
     args = parser.parse_args()
     qfile = args.release / "questions.jsonl"
     with tempfile.TemporaryDirectory() as scratch:
         if not qfile.is_file():
-            print(f"no release at {args.release}: figure 1 on a synthetic clip, 2-3 skipped")
+            print(f"no release at {args.release}: figure 1 on a synthetic clip, 2-4 skipped")
             bench_sampling([_synthetic_clip(Path(scratch))], Path("/"), args.max_frames,
                            args.repeat)
             return
-        records = [json.loads(line) for line in qfile.read_text().splitlines() if line]
-        by_bucket: dict[str, dict[str, Any]] = {}
-        for record in records:
-            by_bucket.setdefault(record["bucket"], record)
-        bench_sampling(list(by_bucket.values()), args.release, args.max_frames, args.repeat)
-        grounding = [r for r in records if "answer_spans" in r]
-        grounding.sort(key=lambda r: r["duration_s"])
-        subset = grounding[:args.questions]
-        bench_embedded(subset, args.release, args.max_frames)
-        bench_random(args.release, subset, args.max_frames)
+        if not args.only_bias:
+            records = [json.loads(line) for line in qfile.read_text().splitlines() if line]
+            by_bucket: dict[str, dict[str, Any]] = {}
+            for record in records:
+                by_bucket.setdefault(record["bucket"], record)
+            bench_sampling(list(by_bucket.values()), args.release, args.max_frames,
+                           args.repeat)
+            grounding = [r for r in records if "answer_spans" in r]
+            grounding.sort(key=lambda r: r["duration_s"])
+            subset = grounding[:args.questions]
+            bench_embedded(subset, args.release, args.max_frames)
+            bench_random(args.release, subset, args.max_frames)
+        bench_bias(args.release, args.other_release, embedded=not args.no_embedded,
+                   max_frames=args.max_frames)
 
 
 if __name__ == "__main__":

@@ -283,7 +283,10 @@ class QualityParams(_Section):
     ``as_of`` (None = today, UTC) and must grant every scope in ``required_scopes``.
     Time columns that must be equal (scenes and segments tiling, spans inside a video) may
     differ by ``tolerance_s``; every piece of a multi-needle answer lasts at least
-    ``min_piece_s``. Each failure names at most ``max_examples`` offending rows.
+    ``min_piece_s``. Each failure names at most ``max_examples`` offending rows. Every blind
+    baseline (answers from metadata and question text alone, ``quality/bias.py``) may beat
+    the random baseline on the release by at most ``blind_margin`` (a fraction: 0.03 = 3
+    points), or the release's answers can be guessed without watching it.
     """
 
     min_pass_rate: Annotated[float, Field(ge=0, le=1)] = 0.5
@@ -294,6 +297,7 @@ class QualityParams(_Section):
     tolerance_s: Annotated[float, Field(ge=0, le=1)] = 1e-6
     min_piece_s: Annotated[float, Field(ge=0)] = 2.0
     max_examples: Annotated[int, Field(ge=1, le=100)] = 5
+    blind_margin: Annotated[float, Field(ge=0, le=1)] = 0.03
 
     def today(self) -> dt.date:
         """The day licences are checked against: ``as_of`` when set, else today (UTC)."""

@@ -75,7 +75,8 @@ def test_clean_store_and_release_pass_every_suite(clean_run: GateResult) -> None
     assert [(s.suite, s.status) for s in clean_run.suites] == [
         *((name, "passed") for name in ("videos", "scenes", "objects", "montages",
                                         "montage_segments", "questions", "verifications",
-                                        "release")), ("release_sources", "skipped")]
+                                        "release")), ("release_sources", "skipped"),
+        ("release_bias", "passed")]
     assert all(s.n_expectations > 0 and s.n_rows > 0 for s in clean_run.suites
                if s.status != "skipped")
 
@@ -246,7 +247,8 @@ def test_empty_store_fails_on_videos_and_skips_the_rest(tmp_path: Path) -> None:
     notes = {s.suite: s.note for s in result.suites if s.status == "skipped"}
     assert notes["scenes"] == "table scenes is empty"
     assert notes["release"] == notes["release_sources"] == "no release given"
-    assert len(notes) == 8
+    assert notes["release_bias"] == "no release given"
+    assert len(notes) == 9
 
 
 @pytest.mark.slow

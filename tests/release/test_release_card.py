@@ -34,7 +34,7 @@ def test_html_shows_every_plot_and_nothing_remote(release: Path) -> None:
     html = (release / "card.html").read_text(encoding="utf-8")
     sources = re.findall(r'<img src="([^"]+)"', html)
     pngs = sorted(p.relative_to(release).as_posix() for p in (release / "plots").glob("*.png"))
-    assert sorted(sources) == pngs and len(pngs) == 6
+    assert sorted(sources) == pngs and len(pngs) == 8  # 6 + the bias audit's 2
     for rel in pngs:
         assert (release / rel).read_bytes().startswith(_PNG_MAGIC)
     assert "http" not in html and "<script" not in html and "<link" not in html

@@ -1,16 +1,22 @@
-"""Options by rule (retrieval pool, ordering shuffles, counting normal) and circular tries."""
+"""Options by rule (retrieval pool, ordering shuffles, counting normal, the truth's slot)
+and circular tries."""
 
 from __future__ import annotations
 
 import random
+from collections import Counter
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from needleforge.vnbench.plan import balanced_draw
 from needleforge.vnbench.questions import (
     WORDINGS,
+    CountDraw,
     counting_options,
+    draw_counts,
+    option_range,
     ordering_options,
     question_text,
     retrieval_options,
@@ -24,28 +30,78 @@ from needleforge.vnbench.records import (
 from needleforge.vnbench.subtasks import ACT_SUBTASKS, LONG_SUBTASKS, SUBTASKS
 
 
-@given(truth=st.integers(1, 60), sigma=st.floats(0.05, 20), seed=st.integers(0, 10**6))
+@given(low=st.integers(1, 30), width=st.integers(0, 20), sigma=st.floats(0.05, 20),
+       rank=st.integers(0, 3), seed=st.integers(0, 10**6), data=st.data())
 @settings(max_examples=300, deadline=None)
-def test_counting_options_are_distinct_positive_with_one_truth(truth: int, sigma: float,
-                                                                seed: int) -> None:
-    options, answer = counting_options(truth, rng=random.Random(seed), sigma=sigma)
-    values = [int(o) for o in options]
-    assert len(set(values)) == 4 and min(values) >= 1
-    assert values[answer] == truth and values.count(truth) == 1
+def test_counting_draws_are_distinct_positive_with_one_plantable_truth(
+        low: int, width: int, sigma: float, rank: int, seed: int, data: st.DataObject) -> None:
+    high = low + width
+    centre = data.draw(st.integers(low, high))
+    draw = draw_counts(low=low, high=high, centre=centre, rank=rank, sigma=sigma,
+                       rng=random.Random(seed))
+    first, last = option_range(low, high)
+    assert len(set(draw.values)) == 4 and list(draw.values) == sorted(draw.values)
+    assert all(first <= v <= last for v in draw.values) and first >= 1
+    assert low <= draw.truth <= high
+    if width >= 3:  # every option can be planted: the truth is the rank-th smallest
+        assert draw.values[rank] == draw.truth
+    options, answer = counting_options(draw, rng=random.Random(seed), slot=rank)
+    assert answer == rank and options[answer] == str(draw.truth)
+    assert sorted(int(o) for o in options) == list(draw.values)
 
 
-def test_counting_negatives_sit_near_the_truth() -> None:
+def test_counting_options_sit_near_the_centre() -> None:
     rng = random.Random(0)
     spreads = []
-    for _ in range(300):
-        options, answer = counting_options(10, rng=rng, sigma=2.0)
-        spreads += [abs(int(o) - 10) for i, o in enumerate(options) if i != answer]
+    for i in range(300):
+        draw = draw_counts(low=1, high=40, centre=20, rank=i % 4, sigma=2.0, rng=rng)
+        spreads += [abs(v - 20) for v in draw.values]
     assert max(spreads) <= 10 and 1.0 < sum(spreads) / len(spreads) < 4.0
 
 
-def test_tiny_counts_fall_back_to_the_nearest_integers() -> None:
-    options, answer = counting_options(1, rng=random.Random(3), sigma=0.01)
-    assert sorted(int(o) for o in options) == [1, 2, 3, 4] and options[answer] == "1"
+def test_tiny_spreads_fall_back_to_the_nearest_counts() -> None:
+    draw = draw_counts(low=1, high=5, centre=1, rank=0, sigma=0.01, rng=random.Random(3))
+    assert draw.values == (1, 2, 3, 4) and draw.truth == 1
+
+
+def test_every_shown_count_is_right_equally_often() -> None:
+    """The bias of drawing the truth first ("1" right whenever it is shown, since no
+    distractor is below 1) is gone: P(right | shown) is 1/4 for every count."""
+    shown: Counter[int] = Counter()
+    right: Counter[int] = Counter()
+    for i in range(4000):
+        draw = draw_counts(low=1, high=5, centre=1 + i % 5, rank=(i // 5) % 4, sigma=2.0,
+                           rng=random.Random(i))
+        shown.update(draw.values)
+        right[draw.truth] += 1
+    for count in range(1, 6):
+        assert right[count] / shown[count] == pytest.approx(0.25, abs=0.03), count
+
+
+def test_narrow_count_ranges_widen_the_options_but_plant_only_plantable_counts() -> None:
+    assert option_range(2, 4) == (1, 4) and option_range(1, 2) == (1, 4)
+    assert option_range(3, 3) == (1, 4) and option_range(1, 5) == (1, 5)
+    for seed in range(50):
+        draw = draw_counts(low=2, high=4, centre=3, rank=0, sigma=2.0,
+                           rng=random.Random(seed))
+        assert draw.values == (1, 2, 3, 4) and draw.truth in (2, 3, 4)
+
+
+def test_bad_counting_requests_name_the_values() -> None:
+    with pytest.raises(VNBenchError, match="centre 9"):
+        draw_counts(low=1, high=5, centre=9, rank=0, sigma=2.0, rng=random.Random(0))
+    with pytest.raises(VNBenchError, match="slot = 4"):
+        counting_options(CountDraw((1, 2, 3, 4), 2), rng=random.Random(0), slot=4)
+
+
+@given(n=st.integers(1, 30), blocks=st.integers(1, 4), seed=st.integers(0, 100))
+@settings(max_examples=60, deadline=None)
+def test_balanced_draws_take_every_value_once_per_block(n: int, blocks: int,
+                                                        seed: int) -> None:
+    values = [balanced_draw(n, index=i, parts=("t", seed)) for i in range(n * blocks)]
+    for b in range(blocks):
+        assert sorted(values[b * n:(b + 1) * n]) == list(range(n))
+    assert values == [balanced_draw(n, index=i, parts=("t", seed)) for i in range(n * blocks)]
 
 
 @given(items=st.lists(st.text("abcdefgh", min_size=1, max_size=4), min_size=3, max_size=6,

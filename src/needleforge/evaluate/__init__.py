@@ -5,7 +5,14 @@ Definitions and conventions of every metric: ``docs/metrics.md``.
 
 from needleforge.evaluate.adapters import HfVideoLLM, OpenAIVideoLLM, VideoLLM, tile_frames
 from needleforge.evaluate.baselines import EmbeddedGroundingBaseline, RandomBaseline
-from needleforge.evaluate.files import load_predictions, load_questions
+from needleforge.evaluate.blind import (
+    BLIND_NAMES,
+    BlindBaseline,
+    blind_baseline,
+    blind_predictions,
+    run_blind,
+)
+from needleforge.evaluate.files import load_prediction_file, load_predictions, load_questions
 from needleforge.evaluate.frames import sample_frames, sample_times
 from needleforge.evaluate.leaderboard import Leaderboard, LeaderboardRow, leaderboard
 from needleforge.evaluate.metrics import (
@@ -19,6 +26,7 @@ from needleforge.evaluate.metrics import (
 )
 from needleforge.evaluate.parse import ChoiceParse, SpanParse, is_refusal, parse_choice, parse_spans
 from needleforge.evaluate.prompts import AnswerKind, render_prompt
+from needleforge.evaluate.qvhighlights import prediction_from_submission, qvhighlights_scores
 from needleforge.evaluate.records import (
     ChoiceQuestion,
     GroundingQuestion,
@@ -32,6 +40,7 @@ from needleforge.evaluate.report import (
     Coverage,
     GroundingScores,
     Issue,
+    QVHighlightsScores,
     ScoreReport,
     VNBenchSummary,
 )
@@ -40,9 +49,11 @@ from needleforge.evaluate.score import score, score_files
 from needleforge.evaluate.spans import second_set
 
 __all__ = [
+    "BLIND_NAMES",
     "DEFAULT_MAP_THRESHOLDS",
     "DEFAULT_RECALL_THRESHOLDS",
     "AnswerKind",
+    "BlindBaseline",
     "ChoiceParse",
     "ChoiceQuestion",
     "ChoiceScores",
@@ -57,6 +68,7 @@ __all__ = [
     "LeaderboardRow",
     "OpenAIVideoLLM",
     "Prediction",
+    "QVHighlightsScores",
     "Question",
     "RandomBaseline",
     "ScoreReport",
@@ -64,17 +76,23 @@ __all__ = [
     "VNBenchSummary",
     "VideoLLM",
     "average_precision",
+    "blind_baseline",
+    "blind_predictions",
     "evaluate_grounding",
     "is_refusal",
     "leaderboard",
+    "load_prediction_file",
     "load_predictions",
     "load_questions",
     "meta_path",
     "parse_choice",
     "parse_spans",
+    "prediction_from_submission",
     "question_from_json",
+    "qvhighlights_scores",
     "recall_at_kx",
     "render_prompt",
+    "run_blind",
     "run_model",
     "sample_frames",
     "sample_times",

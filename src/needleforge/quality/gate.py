@@ -36,7 +36,7 @@ SUMMARY_FILE = "summary.json"
 _REPORT_ENTRIES = ("index.html", SUMMARY_FILE, "expectations", "validations", "static")
 #: Suite names, in run order (kept here so validating ``only`` needs no GX import).
 SUITE_NAMES = ("videos", "scenes", "objects", "montages", "montage_segments", "questions",
-               "verifications", "release", "release_sources")
+               "verifications", "release", "release_sources", "release_bias")
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -70,7 +70,9 @@ def run_gate(
     no sources is broken) and ``release`` when records are given (an empty release is
     broken): those run and fail on their row-count expectation. ``release_questions`` None
     skips the release suite unless ``release`` (a whole release folder) is given, which also
-    runs ``release_sources`` and checks videos and source listing. ``only`` restricts the
+    runs ``release_sources`` and checks videos and source listing. Either way the release's
+    records are audited for priors (``release_bias``: every blind baseline within
+    ``params.blind_margin`` of random, :mod:`needleforge.quality.bias`). ``only`` restricts the
     run to the named suites (e.g. to check a release alone); None runs them all. Malformed
     data never raises: it fails an expectation.
 
@@ -97,6 +99,11 @@ def run_gate(
                                                   scopes=release.required_scopes)
     elif release_questions is not None:
         tables["release"] = release_frame(release_questions)
+    records = release.questions if release is not None else release_questions
+    if records is not None:
+        from needleforge.quality.bias import audit_release, bias_frame
+
+        tables["release_bias"] = bias_frame(audit_release(records, margin=params.blind_margin))
     docs_dir = out_dir / REPORT_DIR
     _prepare_report_dir(docs_dir)
     with tempfile.TemporaryDirectory(prefix="needleforge-gx-") as tmp:

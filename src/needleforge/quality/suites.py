@@ -389,6 +389,23 @@ def release_sources_suite(params: QualityParams) -> gx.ExpectationSuite:
     )
 
 
+def release_bias_suite(params: QualityParams) -> gx.ExpectationSuite:
+    """The release's blind baselines (:mod:`needleforge.quality.bias`): none may beat the
+    random baseline by more than ``blind_margin`` beyond sampling error; a failure names the
+    baseline, its metric and its score with its confidence interval."""
+    margin = params.blind_margin
+    return _suite(
+        "release_bias",
+        _x(ExpectColumnValuesToBeBetween, check="blind_within_margin_of_random",
+           column="excess_low", max_value=margin,
+           why=f"a baseline answering from metadata and question text alone (never the "
+               f"pixels), fitted on one half of the release and scored on the other, beats "
+               f"the random baseline's expected score by at most {100 * margin:g} points at "
+               "the low end of its interval (95 % together over the rows; excess_low = ci_low "
+               "- random): otherwise the answers can be guessed without watching the videos."),
+    )
+
+
 @dataclasses.dataclass(frozen=True, slots=True)
 class SuiteSpec:
     """How the gate runs one suite.
@@ -414,4 +431,5 @@ SUITES: tuple[SuiteSpec, ...] = (
     SuiteSpec("verifications", verifications_suite, ("question_id", "verifier")),
     SuiteSpec("release", release_suite, ("key",), required=True),
     SuiteSpec("release_sources", release_sources_suite, ("video_id",), required=True),
+    SuiteSpec("release_bias", release_bias_suite, ("baseline", "metric", "summary")),
 )

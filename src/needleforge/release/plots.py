@@ -121,3 +121,65 @@ def pass_rate_bars(root: Path, *, rates: Sequence[PassRate]) -> Plot:
         ax.set_title("Verification pass rate by verifier and needle type")
         _save(fig, root, rel)
     return Plot(rel, "Bar chart of verification pass rates")
+
+
+def answer_position_bars(root: Path, *, bins: Sequence[int], multi: Sequence[int]) -> Plot:
+    """Grounding questions per tenth of the video their earliest answer starts in (``bins``,
+    of which ``multi`` are multi-needle: stacked), with the count a flat histogram of the
+    single-needle ones would put in each (the bias audit's position histogram)."""
+    rel = "plots/answer_positions.png"
+    single = [a - b for a, b in zip(bins, multi, strict=True)]
+    labels = [f"{10 * i}–{10 * (i + 1)}" for i in range(len(bins))]
+    with matplotlib.style.context("default"):
+        fig = Figure(figsize=(6, 3.2))
+        ax = fig.add_subplot()
+        ax.bar(labels, single, color="#4c72b0", label="single-needle")
+        ax.bar(labels, list(multi), bottom=single, color="#dd8452", label="multi-needle")
+        if bins:
+            ax.axhline(sum(single) / len(bins), color="#c44e52", linestyle="--",
+                       label="flat (single-needle)")
+        ax.legend(loc="best", fontsize=7)
+        ax.set_xlabel("start of the earliest answer span (% of the video)")
+        ax.set_ylabel("questions")
+        ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.set_title(f"Answer positions (n = {sum(bins)})")
+        ax.tick_params(axis="x", labelsize=7)
+        _save(fig, root, rel)
+    return Plot(rel, "Bar chart of where grounding answers start, in tenths of the video")
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ScoreBar:
+    """One bar of :func:`blind_score_bars`: a score and its interval, as fractions."""
+
+    label: str
+    score: float
+    low: float
+    high: float
+
+
+def blind_score_bars(root: Path, *, panels: Mapping[str, Sequence[ScoreBar]],
+                     random: Mapping[str, float], margin: float) -> Plot:
+    """Each blind baseline's score with its interval, one panel per metric, beside the
+    random baseline's expected score (line) and the margin above it (dotted line)."""
+    rel = "plots/blind_baselines.png"
+    names = list(panels)  # in the order given (the audit's)
+    with matplotlib.style.context("default"):
+        fig = Figure(figsize=(6, 1.4 + 1.8 * max(len(names), 1)))
+        for k, name in enumerate(names):
+            ax = fig.add_subplot(max(len(names), 1), 1, k + 1)
+            bars = list(panels[name])
+            ys = list(range(len(bars)))
+            scores = [100 * b.score for b in bars]
+            errors = [[100 * (b.score - b.low) for b in bars],
+                      [100 * (b.high - b.score) for b in bars]]
+            ax.barh(ys, scores, xerr=errors, color="#4c72b0", capsize=3)
+            ax.set_yticks(ys, [b.label for b in bars])
+            ax.axvline(100 * random[name], color="#c44e52", label="random")
+            ax.axvline(100 * (random[name] + margin), color="#c44e52", linestyle=":",
+                       label=f"random + {100 * margin:g} points")
+            ax.set_xlabel(f"{name} (%)")
+            ax.legend(loc="best", fontsize=7)
+        fig.suptitle("Blind baselines (questions and metadata only) vs random")
+        _save(fig, root, rel)
+    return Plot(rel, "Bar chart of each blind baseline's score with its interval, beside random")

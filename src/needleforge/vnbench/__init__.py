@@ -11,6 +11,8 @@ records and VNBench JSON), ``records`` (value types).
 from needleforge.vnbench.export import (
     all_records,
     choice_records,
+    suite_of,
+    vnbench_entry,
     vnbench_records,
     write_jsonl,
     write_vnbench_json,
@@ -37,6 +39,8 @@ __all__ = [
     "all_records",
     "build_vnbench",
     "choice_records",
+    "suite_of",
+    "vnbench_entry",
     "vnbench_records",
     "write_jsonl",
     "write_vnbench_json",

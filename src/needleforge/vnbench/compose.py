@@ -4,6 +4,13 @@ Everything is drawn from one generator seeded by (seed, task, haystack index, an
 haystack's source hash, start and length); the sample id hashes the same values,
 so a sample never changes when other tasks or samples are added, and the same inputs give
 the same sample on every machine.
+
+What a blind model could learn across samples is balanced over each task's samples instead
+of drawn per sample (:func:`~needleforge.vnbench.plan.balanced_draw`, by haystack index): the
+correct option's position, the retrieval answer among its candidates, the true order's
+pattern (ordering), and the counting options' centre and the truth's rank among them
+(counting; see :func:`~needleforge.vnbench.questions.draw_counts`). Each is drawn from its own
+stream, so none predicts another.
 """
 
 from __future__ import annotations
@@ -12,6 +19,7 @@ import dataclasses
 import random
 
 from needleforge.vnbench.plan import (
+    balanced_draw,
     edit_seconds,
     insert_points,
     place,
@@ -20,13 +28,31 @@ from needleforge.vnbench.plan import (
     short_hash,
 )
 from needleforge.vnbench.questions import (
+    CountDraw,
     counting_options,
+    draw_counts,
     ordering_options,
     question_text,
     retrieval_options,
 )
-from needleforge.vnbench.records import Haystack, Needle, Region, VNBenchSample
-from needleforge.vnbench.subtasks import Draft, Pools, SubtaskSpec, draft, grid_regions
+from needleforge.vnbench.records import (
+    N_OPTIONS,
+    Haystack,
+    Needle,
+    Region,
+    VNBenchError,
+    VNBenchSample,
+)
+from needleforge.vnbench.subtasks import (
+    ORDER_PATTERNS,
+    Draft,
+    Pools,
+    SubtaskSpec,
+    count_bounds,
+    draft,
+    grid_regions,
+    labels_for,
+)
 
 #: Length of an edited needle and of an inserted still (seed 000, Sec. 3.2: 1 second).
 NEEDLE_S = 1
@@ -54,10 +80,18 @@ def compose_sample(
     """
     where = (haystack.source_sha256, haystack.start_s, haystack.duration_s)
     rng = sample_rng("sample", seed, spec.task, index, *where)
-    drafted = draft(spec, pools=pools, rng=rng)
+    counts = _count_draw(spec, pools=pools, index=index, seed=seed, layout=layout, rng=rng)
+    order = (balanced_draw(len(ORDER_PATTERNS), index=index, parts=("order", seed, spec.task))
+             if spec.group == "ordering" else None)
+    label_index = (balanced_draw(len(labels_for(spec, pools=pools)) or 1, index=index,
+                                 parts=("label", seed, spec.task))
+                   if spec.group == "retrieval" else None)
+    drafted = draft(spec, pools=pools, rng=rng, count=counts.truth if counts else None,
+                    order=order, label_index=label_index)
     needles = _needles(spec, drafted=drafted, haystack=haystack, rng=rng, layout=layout)
+    slot = balanced_draw(N_OPTIONS, index=index, parts=("slot", seed, spec.task))
     options, answer_index = _options(spec, drafted=drafted, needles=needles, rng=rng,
-                                     layout=layout)
+                                     counts=counts, slot=slot)
     label = drafted.counted
     question = question_text(spec.group, form=spec.form, rng=rng, label=label)
     sample_id = f"vnb-{spec.task}-{short_hash(seed, spec.task, index, *where)}"
@@ -92,10 +126,27 @@ def _needles(spec: SubtaskSpec, *, drafted: Draft, haystack: Haystack, rng: rand
     return tuple(needles)
 
 
+def _count_draw(spec: SubtaskSpec, *, pools: Pools, index: int, seed: int, layout: Layout,
+                rng: random.Random) -> CountDraw | None:
+    """A counting sample's options and truth (None for other groups): the centre and the
+    truth's rank balanced over the task's samples, each from its own stream."""
+    if spec.group != "counting":
+        return None
+    low, high = count_bounds(spec, pools=pools)
+    centre = low + balanced_draw(high - low + 1, index=index, parts=("centre", seed, spec.task))
+    rank = balanced_draw(N_OPTIONS, index=index, parts=("rank", seed, spec.task))
+    return draw_counts(low=low, high=high, centre=centre, rank=rank, sigma=layout.count_sigma,
+                       rng=rng)
+
+
 def _options(spec: SubtaskSpec, *, drafted: Draft, needles: tuple[Needle, ...],
-             rng: random.Random, layout: Layout) -> tuple[list[str], int]:
+             rng: random.Random, counts: CountDraw | None, slot: int) -> tuple[list[str], int]:
     if spec.group == "retrieval":
-        return retrieval_options(needles[0].label, pool=drafted.pool, rng=rng)
+        return retrieval_options(needles[0].label, pool=drafted.pool, rng=rng, slot=slot)
     if spec.group == "ordering":
-        return ordering_options([n.label for n in needles], rng=rng)
-    return counting_options(sum(n.copies for n in needles), rng=rng, sigma=layout.count_sigma)
+        return ordering_options([n.label for n in needles], rng=rng, slot=slot)
+    planted = sum(n.copies for n in needles)
+    if counts is None or counts.truth != planted:
+        raise VNBenchError(f"{spec.title}: {planted} planted, options drawn for "
+                           f"{counts.truth if counts else None}")
+    return counting_options(counts, rng=rng, slot=slot)

@@ -30,6 +30,27 @@ def sample_rng(*parts: object) -> random.Random:
     return random.Random(":".join(str(p) for p in parts))
 
 
+def balanced_draw(n_values: int, *, index: int, parts: Sequence[object]) -> int:
+    """A value in ``0..n_values - 1`` for the ``index``-th sample of a task, stratified: each
+    block of ``n_values`` consecutive samples takes every value once, in an order drawn by
+    ``parts`` and the block.
+
+    Why: a uniform draw per sample leaves chance imbalances a blind model can exploit in a
+    small release (3 of 8 counting answers being "1"); blocks keep every value's share within
+    one sample of even, while sample ``index`` still depends only on its own block, so adding
+    samples never moves earlier ones.
+
+    Raises:
+        VNBenchError: ``n_values`` < 1 or ``index`` < 0.
+    """
+    if n_values < 1 or index < 0:
+        raise VNBenchError(f"balanced draw of {n_values} values for sample {index}")
+    block, offset = divmod(index, n_values)
+    order = list(range(n_values))
+    sample_rng("balance", *parts, block).shuffle(order)
+    return order[offset]
+
+
 def short_hash(*parts: object, length: int = 12) -> str:
     """Hex prefix of the sha256 of ``parts`` joined by ``:`` (for content-derived ids)."""
     return hashlib.sha256(":".join(str(p) for p in parts).encode()).hexdigest()[:length]

@@ -3,19 +3,24 @@
 - **Retrieval**: the truth plus three other labels (or names) drawn from the same candidate
   pool the needle came from.
 - **Ordering**: the true order plus three *different* shuffles of the same needles.
-- **Counting**: the true count plus three distinct positive integers drawn from a normal
-  distribution centred on it (rounded), so wrong answers sit near the right one; should the
-  draws keep colliding (tiny counts), the nearest unused positive integers fill in.
+- **Counting**: four distinct counts drawn **first** — a rounded normal around a centre,
+  inside the counts that can be planted — and the truth **then** picked among them
+  (:func:`draw_counts`), so wrong answers sit near the right one and, whatever four numbers
+  are shown, each is the answer equally often: no option text ("1") and no rank ("the
+  smallest") is a prior. Drawing the truth first and the distractors around it (the paper's
+  recipe) makes "1" right whenever it is offered with 2, 3 and 4, since no distractor is < 1.
 
-Exactly one option is correct and all four are distinct. The canonical option order is a
-seeded shuffle; the 4 tries of circular evaluation are its rotations
+Exactly one option is correct and all four are distinct. The correct option's position in the
+canonical order (``slot``) is chosen by the caller, balanced over a task's samples
+(:func:`~needleforge.vnbench.plan.balanced_draw`); the other options are shuffled. The 4 tries
+of circular evaluation are its rotations
 (:meth:`~needleforge.vnbench.records.VNBenchSample.rotation`), so the correct option sits
 under A, B, C and D once each — unlike the released VNBench data, which does not guarantee it.
 """
 
 from __future__ import annotations
 
-import itertools
+import dataclasses
 import random
 from collections.abc import Sequence
 
@@ -108,18 +113,26 @@ def question_text(group: Group, *, form: str, rng: random.Random, label: str = "
     return rng.choice(phrasings).format(label=label)
 
 
-def _shuffled(truth: str, *, negatives: Sequence[str], rng: random.Random
-              ) -> tuple[list[str], int]:
+def _shuffled(truth: str, *, negatives: Sequence[str], rng: random.Random,
+              slot: int | None = None) -> tuple[list[str], int]:
+    """The options with ``truth`` at ``slot`` (None: anywhere, by ``rng``), the rest shuffled."""
     options = [truth, *negatives]
     if len(options) != N_OPTIONS or len({o.strip().casefold() for o in options}) != N_OPTIONS:
         raise VNBenchError(f"options {options} are not {N_OPTIONS} distinct strings")
-    rng.shuffle(options)
-    return options, options.index(truth)
+    if slot is None:
+        rng.shuffle(options)
+        return options, options.index(truth)
+    if not 0 <= slot < N_OPTIONS:
+        raise VNBenchError(f"slot = {slot} must be in 0..{N_OPTIONS - 1}")
+    others = list(negatives)
+    rng.shuffle(others)
+    others.insert(slot, truth)
+    return others, slot
 
 
-def retrieval_options(truth: str, *, pool: Sequence[str], rng: random.Random
-                      ) -> tuple[list[str], int]:
-    """The truth and three other members of ``pool``, shuffled; and the truth's index.
+def retrieval_options(truth: str, *, pool: Sequence[str], rng: random.Random,
+                      slot: int | None = None) -> tuple[list[str], int]:
+    """The truth and three other members of ``pool``; the truth at ``slot``, the rest shuffled.
 
     Raises:
         VNBenchError: when the pool holds fewer than three other distinct candidates.
@@ -132,11 +145,13 @@ def retrieval_options(truth: str, *, pool: Sequence[str], rng: random.Random
     if len(others) < N_OPTIONS - 1:
         raise VNBenchError(f"the candidate pool has {len(others)} alternatives to {truth!r}; "
                            f"retrieval needs {N_OPTIONS - 1}")
-    return _shuffled(truth, negatives=rng.sample(others, N_OPTIONS - 1), rng=rng)
+    return _shuffled(truth, negatives=rng.sample(others, N_OPTIONS - 1), rng=rng, slot=slot)
 
 
-def ordering_options(order: Sequence[str], *, rng: random.Random) -> tuple[list[str], int]:
-    """The true order and three distinct other shuffles of it, joined by ", "; shuffled.
+def ordering_options(order: Sequence[str], *, rng: random.Random, slot: int | None = None
+                     ) -> tuple[list[str], int]:
+    """The true order and three distinct other shuffles of it, joined by ", "; the truth at
+    ``slot``.
 
     Raises:
         VNBenchError: when the items are not distinct or too few to give 4 orders.
@@ -152,28 +167,74 @@ def ordering_options(order: Sequence[str], *, rng: random.Random) -> tuple[list[
         if tuple(candidate) not in seen:
             seen.add(tuple(candidate))
             negatives.append(ORDER_SEPARATOR.join(candidate))
-    return _shuffled(truth, negatives=negatives, rng=rng)
+    return _shuffled(truth, negatives=negatives, rng=rng, slot=slot)
 
 
-def counting_options(truth: int, *, rng: random.Random, sigma: float
-                     ) -> tuple[list[str], int]:
-    """The true count and three distinct positive counts near it (normal, ``sigma``).
+@dataclasses.dataclass(frozen=True, slots=True)
+class CountDraw:
+    """The four counting options (ascending) and the true count among them."""
+
+    values: tuple[int, ...]
+    truth: int
+
+    def __post_init__(self) -> None:
+        if len(set(self.values)) != N_OPTIONS or self.truth not in self.values \
+                or min(self.values) < 1:
+            raise VNBenchError(f"counting options {self.values} must be {N_OPTIONS} distinct "
+                               f"positive counts holding the truth {self.truth}")
+
+
+def option_range(low: int, high: int) -> tuple[int, int]:
+    """The counts options are drawn from: ``[low, high]`` widened (never below 1) until it
+    holds four values. Why: a range of fewer than four plantable counts must offer counts that
+    are never right, a prior the bias audit then shows."""
+    need = N_OPTIONS - (high - low + 1)
+    if need <= 0:
+        return low, high
+    below = min((need + 1) // 2, low - 1)
+    return low - below, high + need - below
+
+
+def draw_counts(*, low: int, high: int, centre: int, rank: int, sigma: float,
+                rng: random.Random) -> CountDraw:
+    """Four distinct counts from a rounded normal (``sigma``) around ``centre``, inside
+    :func:`option_range`, then the truth: the ``rank``-th smallest (0-based) when that count
+    can be planted (``low..high``), else a uniform pick among those that can. Should the
+    draws keep colliding (tiny ``sigma``), the unused counts nearest ``centre`` fill in.
+
+    With ``rank`` drawn independently of the four counts, each shown count is the answer
+    equally often, whatever the four are (see the module docstring).
 
     Raises:
-        VNBenchError: when ``truth`` < 1 or ``sigma`` <= 0.
+        VNBenchError: ``low`` < 1, ``high`` < ``low``, ``sigma`` <= 0, ``centre`` outside
+            ``[low, high]`` or ``rank`` outside 0..3.
     """
-    if truth < 1 or sigma <= 0:
-        raise VNBenchError(f"counting options need truth >= 1 and sigma > 0 (got {truth}, "
-                           f"{sigma})")
-    chosen: list[int] = []
+    if low < 1 or high < low or sigma <= 0 or not low <= centre <= high \
+            or not 0 <= rank < N_OPTIONS:
+        raise VNBenchError(f"counting draw needs 1 <= low <= centre <= high, sigma > 0 and "
+                           f"rank in 0..{N_OPTIONS - 1} (got low {low}, centre {centre}, "
+                           f"high {high}, sigma {sigma}, rank {rank})")
+    first, last = option_range(low, high)
+    values: list[int] = []
     for _ in range(_MAX_DRAWS):
-        value = round(rng.gauss(truth, sigma))
-        if value >= 1 and value != truth and value not in chosen:
-            chosen.append(value)
-            if len(chosen) == N_OPTIONS - 1:
+        value = round(rng.gauss(centre, sigma))
+        if first <= value <= last and value not in values:
+            values.append(value)
+            if len(values) == N_OPTIONS:
                 break
-    fill = (v for v in sorted(itertools.chain(range(1, truth), range(truth + 1, truth + 8)),
-                              key=lambda v: (abs(v - truth), v)) if v not in chosen)
-    while len(chosen) < N_OPTIONS - 1:
-        chosen.append(next(fill))
-    return _shuffled(str(truth), negatives=[str(v) for v in chosen], rng=rng)
+    for value in sorted(range(first, last + 1), key=lambda v: (abs(v - centre), v)):
+        if len(values) == N_OPTIONS:
+            break
+        if value not in values:
+            values.append(value)
+    values.sort()
+    plantable = [v for v in values if low <= v <= high]
+    truth = values[rank] if low <= values[rank] <= high else rng.choice(plantable)
+    return CountDraw(values=tuple(values), truth=truth)
+
+
+def counting_options(draw: CountDraw, *, rng: random.Random, slot: int | None = None
+                     ) -> tuple[list[str], int]:
+    """The counts of ``draw`` as option texts, the truth at ``slot``, the rest shuffled."""
+    negatives = [str(v) for v in draw.values if v != draw.truth]
+    return _shuffled(str(draw.truth), negatives=negatives, rng=rng, slot=slot)

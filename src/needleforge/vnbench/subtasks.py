@@ -21,6 +21,7 @@ task               paper        needles
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import random
 from collections.abc import Sequence
 from typing import Literal
@@ -36,6 +37,8 @@ ORDER_NEEDLES = 4
 #: Counting-E2: seconds edited and the most copies per second (seed 000, App. A.4).
 EDIT2_SECONDS = 4
 EDIT2_MAX_COPIES = 4
+#: Every order of an ordering sample's needles, as positions in their sorted labels.
+ORDER_PATTERNS: tuple[tuple[int, ...], ...] = tuple(itertools.permutations(range(ORDER_NEEDLES)))
 #: Counting-E2 copies go into distinct cells of this grid, each shrunk by the margin.
 GRID = 3
 _CELL_MARGIN = 0.08
@@ -137,31 +140,69 @@ def _content(spec: SubtaskSpec, *, label: str, pools: Pools, rng: random.Random,
     return Content(label=label, asset=str(rng.choice(files)), copies=copies)
 
 
-def draft(spec: SubtaskSpec, *, pools: Pools, rng: random.Random) -> Draft:
+def count_bounds(spec: SubtaskSpec, *, pools: Pools) -> tuple[int, int]:
+    """The counts a sample of counting ``spec`` can plant: Counting-E2's copies over its
+    seconds (1 to :data:`EDIT2_MAX_COPIES` each), else ``count_min..count_max`` needles."""
+    if spec.kind == "image" and spec.method == "edit":
+        return EDIT2_SECONDS, EDIT2_SECONDS * EDIT2_MAX_COPIES
+    return pools.count_min, pools.count_max
+
+
+def split_copies(total: int, *, rng: random.Random) -> list[int]:
+    """Copies per edited second of Counting-E2 (each 1..4) adding up to ``total``: one each,
+    then one more at a time to a second drawn among those with room.
+
+    Raises:
+        VNBenchError: ``total`` outside :func:`count_bounds` of Counting-E2.
+    """
+    if not EDIT2_SECONDS <= total <= EDIT2_SECONDS * EDIT2_MAX_COPIES:
+        raise VNBenchError(f"{total} copies cannot be spread over {EDIT2_SECONDS} seconds of "
+                           f"1..{EDIT2_MAX_COPIES} copies")
+    copies = [1] * EDIT2_SECONDS
+    for _ in range(total - EDIT2_SECONDS):
+        room = [i for i, c in enumerate(copies) if c < EDIT2_MAX_COPIES]
+        copies[rng.choice(room)] += 1
+    return copies
+
+
+def draft(spec: SubtaskSpec, *, pools: Pools, rng: random.Random, count: int | None = None,
+          order: int | None = None, label_index: int | None = None) -> Draft:
     """Draw the needles of one sample of ``spec``.
+
+    ``count`` is the answer of a counting sample (needles, or Counting-E2 copies),
+    ``order`` the index in :data:`ORDER_PATTERNS` of an ordering sample's true order over
+    its sorted labels and ``label_index`` the retrieval answer's index in
+    :func:`labels_for` (modulo its size); all are balanced by the caller over a task's samples
+    (:mod:`~needleforge.vnbench.compose`). None draws them here, uniformly.
 
     Raises:
         VNBenchError: when the pool is too small for the subtask (the message says how
-            small), so the caller can skip the sample and report why.
+            small), so the caller can skip the sample and report why; a ``count`` outside
+            :func:`count_bounds`.
     """
     pool = labels_for(spec, pools=pools)
     if spec.group == "retrieval":
         _need(spec, pool=pool, n=4)
-        label = rng.choice(pool)
+        label = rng.choice(pool) if label_index is None else pool[label_index % len(pool)]
         return Draft((_content(spec, label=label, pools=pools, rng=rng),), pool=pool)
     if spec.group == "ordering":
         _need(spec, pool=pool, n=ORDER_NEEDLES)
         chosen = rng.sample(pool, ORDER_NEEDLES)
+        if order is not None:
+            ranked = sorted(chosen)
+            chosen = [ranked[i] for i in ORDER_PATTERNS[order]]
         return Draft(tuple(_content(spec, label=label, pools=pools, rng=rng)
                            for label in chosen))
     _need(spec, pool=pool, n=1)
+    low, high = count_bounds(spec, pools=pools)
+    n = rng.randint(low, high) if count is None else count
+    if not low <= n <= high:
+        raise VNBenchError(f"{spec.title} plants {low}..{high}, not {n}")
     if spec.kind == "image" and spec.method == "edit":
         label = rng.choice(pool)
-        copies = [rng.randint(1, EDIT2_MAX_COPIES) for _ in range(EDIT2_SECONDS)]
         contents = tuple(_content(spec, label=label, pools=pools, rng=rng, copies=c)
-                         for c in copies)
+                         for c in split_copies(n, rng=rng))
         return Draft(contents, counted=label)
-    n = rng.randint(pools.count_min, pools.count_max)
     if spec.kind == "subtitle":
         return Draft(tuple(_content(spec, label=rng.choice(pool), pools=pools, rng=rng)
                            for _ in range(n)))
