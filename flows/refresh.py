@@ -1,25 +1,26 @@
 """Prefect flow: the scheduled refresh, from newly authorized sources to a new release.
 
-ingest (known videos are skipped) → represent (current videos are skipped) → NeMo generate →
-expand → render → validate (the gate fails the run) → release, with a changelog against the
-previous release → optionally publish (DVC track, git commit + tag, DVC push). Ingest,
-represent, generate and render run as the existing subflows on the task runner of
-``runner:`` in params (generate fans out its negative scans); the other stages are tasks
-over :mod:`needleforge.pipeline`. Every earlier release under the releases folder is passed
-as ``earlier``, so sources they used are flagged (and dropped with
-``release.exclude_contaminated``). VNBench is not part of the refresh: its haystacks are
-drawn from the whole corpus, so a new video would reshuffle every sample; build it with
-``needleforge vnbench`` and a release from the CLI when wanted. Schedule: ``prefect.yaml``.
-Run once: ``python -m flows.refresh MANIFEST --db data/needleforge.duckdb [--name NAME]``
-(``-m`` from the repo root: it imports the sibling flows); serve on a cron schedule with
-``--serve "0 3 * * 1"`` (needs a Prefect server), or deploy ``prefect.yaml``.
+checks (manifest, params, release name, publish target: before any work) → store lock →
+ingest (known videos are skipped) → nothing new? stop → represent (current videos are
+skipped) → nothing new succeeded? stop → NeMo generate → expand → render → release, gated by
+every GX suite, with a changelog against the release built last → optionally publish (DVC
+track, push and verify, git commit + tag). What to release, and when a run fails, is decided
+in :mod:`needleforge.refresh`: with no new source and unchanged params and code nothing is
+released and the run succeeds; when new sources were all refused or failed, nothing is
+released and the run fails naming them; otherwise the release lists what failed in its
+changelog and card. Every run leaves a summary artifact in the Prefect UI (plus the gate's
+table and links to the card and Data Docs when it released). VNBench is not part of the
+refresh (its haystacks are drawn from the whole corpus; build it with the CLI).
+Run once: ``python -m flows.refresh MANIFEST --db data/needleforge.duckdb [--name NAME]
+[--force]`` (``-m`` from the repo root: it imports the sibling flows); serve on a cron
+schedule with ``--serve "0 3 * * 1"`` (needs a Prefect server), or deploy ``prefect.yaml``.
 """
 
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 from pathlib import Path
+from typing import Any
 
 from prefect import flow, task
 
@@ -27,50 +28,103 @@ from flows.generate import generate_flow
 from flows.ingest import ingest_flow
 from flows.render import render_flow
 from flows.represent import represent_flow
-from needleforge import pipeline
-from needleforge.config import load_params
-from needleforge.release import publish
+from needleforge import artifacts, pipeline
+from needleforge.failures import StageFailure
+from needleforge.quality import QualityError
+from needleforge.refresh import (
+    RefreshPlan,
+    decide,
+    failure_error,
+    known_videos,
+    preflight,
+    previous_build,
+    represent_failures,
+    store_lock,
+)
+from needleforge.release.publish import publish_again_hint
 from needleforge.runners import with_runner
 
 expand_task = task(name="expand")(pipeline.expand_store)
-validate_task = task(name="validate")(pipeline.validate_store)
 release_task = task(name="release")(pipeline.release_store)
-publish_task = task(name="publish")(publish)
+publish_task = task(name="publish")(publish_again_hint)
+
+
+def _refresh(plan: RefreshPlan, previous: Path | None) -> tuple[artifacts.RunSummary,
+                                                                 dict[str, int]]:
+    runner, title = plan.params.runner, f"Refresh {plan.name}"
+    known = known_videos(plan.db)
+    ingested = with_runner(ingest_flow, runner)(plan.manifest, plan.db,
+                                                params_path=plan.params_path)
+    failures = [StageFailure.from_dict(d) for d in ingested["failures"]]
+    counts = {"new_videos": ingested["new_videos"]}
+    last = previous_build(plan, previous)
+    verdict = decide(plan, previous=last, failures=failures)
+    if verdict.go:
+        represented = with_runner(represent_flow, runner)(plan.db, plan.params_path)
+        failures += represent_failures(represented, known=known)
+        counts |= {"represented": represented["represented"],
+                   "represent_skipped": represented["skipped"]}
+        verdict = decide(plan, previous=last, failures=failures,
+                         failed_videos=represented["failed_videos"])
+    if not verdict.go:
+        return artifacts.RunSummary(title, verdict.reason, None, tuple(failures),
+                                    verdict.previous, verdict.failed), counts
+    generated = with_runner(generate_flow, runner)(plan.db, plan.params_path)
+    expanded = expand_task(db=plan.db, params=plan.params)
+    render_dir = plan.db.parent / "render"
+    with_runner(render_flow, runner)(plan.db, render_dir, None, plan.params_path,
+                                     runner.workers)
+    try:
+        report = release_task(
+            db=plan.db, name=plan.name, out_root=plan.releases, render_dir=render_dir,
+            params=plan.params, previous=last.path if last is not None else None,
+            earlier=pipeline.earlier_releases(plan.releases, name=plan.name),
+            on_gate=artifacts.post_gate, failures=failures, inputs=verdict.inputs)
+    except QualityError as err:
+        artifacts.post(artifacts.RunSummary(title, f"nothing released: {err}", None,
+                                            tuple(failures), verdict.previous, failed=True),
+                       key="refresh-summary")
+        raise
+    counts |= {"short_questions": generated["questions"],
+               "expanded_questions": len(expanded.questions),
+               "released_questions": report.n_questions,
+               **{k: int(report.changes[k]) for k in ("added", "removed", "changed")}}
+    return artifacts.RunSummary(title, f"released {plan.name} ({verdict.reason})", report,
+                                tuple(failures), verdict.previous), counts
 
 
 @flow(name="refresh", log_prints=True)
 def refresh_flow(
-    manifest: Path, db: Path, releases: Path = Path("releases"), name: str | None = None,
+    manifest: Path, db: Path = Path("data/needleforge.duckdb"),
+    releases: Path = Path("releases"), name: str | None = None,
     params_path: Path | None = None, previous: Path | None = None,
-    publish_repo: Path | None = None, remote: str | None = None,
-) -> dict[str, int]:
-    """Refresh ``db`` from ``manifest`` and build ``releases/<name>``; returns counts.
+    publish_repo: Path | None = None, remote: str | None = None, force: bool = False,
+) -> dict[str, Any]:
+    """Refresh ``db`` from ``manifest`` and build ``releases/<name>`` when something is new.
 
-    ``name`` defaults to the UTC time (``2026.11.29-0300``); ``previous`` to the release whose
-    name sorts last under ``releases``. With ``publish_repo`` the release is tagged ``name``.
+    ``name`` defaults to the UTC time (``2026.11.29-0300``); ``previous`` to the release
+    built last; ``force`` releases even when nothing is new. With ``publish_repo`` the
+    release is published and tagged ``name``. Returns what happened (``released`` is None
+    when nothing was); raises, after leaving its summary artifact, when nothing new succeeded.
     """
-    params = load_params(params_path)
-    name = name or dt.datetime.now(dt.UTC).strftime("%Y.%m.%d-%H%M")
-    work = db.parent
-    ingested = with_runner(ingest_flow, params.runner)(manifest, db, params_path=params_path)
-    represented = with_runner(represent_flow, params.runner)(db, params_path)
-    generated = with_runner(generate_flow, params.runner)(db, params_path)
-    expanded = expand_task(db=db, params=params)
-    with_runner(render_flow, params.runner)(db, work / "render", None, params_path,
-                                            params.runner.workers)
-    validate_task(db=db, out=work / "quality", params=params)
-    prev = previous or pipeline.previous_release(releases, name=name)
-    report = release_task(
-        db=db, name=name, out_root=releases, render_dir=work / "render", params=params,
-        previous=prev, earlier=pipeline.earlier_releases(releases, name=name))
-    if publish_repo is not None:
-        publish_task(report.path, repo=publish_repo, tag=name, remote=remote)
-    print(f"release {report.path}: {report.n_questions} question(s); changes {report.changes}")
-    return {"new_videos": ingested["new_videos"], "represented": represented["represented"],
-            "represent_skipped": represented["skipped"], "short_questions":
-            generated["questions"], "expanded_questions": len(expanded.questions),
-            "released_questions": report.n_questions,
-            **{k: int(report.changes[k]) for k in ("added", "removed", "changed")}}
+    plan = preflight(manifest=manifest, db=db, releases=releases, name=name,
+                     params_path=params_path, publish_repo=publish_repo, remote=remote,
+                     force=force)
+    with store_lock(plan.db):
+        summary, counts = _refresh(plan, previous)
+    artifacts.post(summary, key="refresh-summary")
+    print(f"{summary.reason}; {len(summary.failures)} source(s) failed")
+    for failure in summary.failures:
+        print(f"  failed {failure.to_text()}")
+    if summary.failed:
+        raise failure_error(summary.reason, summary.failures)
+    tag = None
+    if summary.release is not None and plan.publish_repo is not None:
+        tag = publish_task(summary.release.path, repo=plan.publish_repo, tag=plan.name,
+                           remote=plan.remote).tag
+    return {"released": summary.release.name if summary.release else None,
+            "reason": summary.reason, "previous": summary.previous, "published": tag,
+            "failures": [f.to_text() for f in summary.failures], **counts}
 
 
 def main() -> None:
@@ -83,6 +137,8 @@ def main() -> None:
     parser.add_argument("--previous", type=Path, default=None)
     parser.add_argument("--publish-repo", type=Path, default=None)
     parser.add_argument("--remote", default=None)
+    parser.add_argument("--force", action="store_true",
+                        help="release even when nothing is new")
     parser.add_argument("--serve", metavar="CRON", default=None,
                         help="serve the flow on this cron schedule instead of running once")
     args = parser.parse_args()
@@ -91,10 +147,10 @@ def main() -> None:
             "manifest": str(args.manifest), "db": str(args.db),
             "releases": str(args.releases), "params_path": args.params and str(args.params),
             "publish_repo": args.publish_repo and str(args.publish_repo),
-            "remote": args.remote})
+            "remote": args.remote, "force": args.force})
         return
     refresh_flow(args.manifest, args.db, args.releases, args.name, args.params, args.previous,
-                 args.publish_repo, args.remote)
+                 args.publish_repo, args.remote, args.force)
 
 
 if __name__ == "__main__":

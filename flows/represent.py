@@ -21,6 +21,7 @@ from prefect.task_runners import ThreadPoolTaskRunner
 
 from needleforge.backends import default_registry
 from needleforge.config import ObjectParams, Params, RunnerParams, load_params
+from needleforge.failures import from_represent
 from needleforge.records import Representation
 from needleforge.represent import (
     Models,
@@ -66,8 +67,10 @@ _RUNNER: ThreadPoolTaskRunner[Any] = ThreadPoolTaskRunner(max_workers=2)
 @flow(name="represent", log_prints=True, task_runner=_RUNNER)  # type: ignore[arg-type]
 def represent_flow(
     db: Path, params_path: Path | None = None, step: Step = "all"
-) -> dict[str, int]:
-    """Represent the videos of ``db`` that are not yet current; returns counts."""
+) -> dict[str, Any]:
+    """Represent the videos of ``db`` that are not yet current; returns counts, and each
+    video that failed as a failure (:class:`~needleforge.failures.StageFailure` dicts) and
+    by id (``failed_videos``)."""
     params = load_params(params_path)
     models = None if step == "scenes" else load_models(params.objects,
                                                        registry=default_registry())
@@ -80,23 +83,26 @@ def represent_flow(
             stored_scenes={v.video_id: tuple(store.scenes(v.video_id)) for v in videos},
         )
         futures = [represent_task.submit(job, params, step) for job in jobs]
-        failed = 0
+        by_id = {v.video_id: v for v in videos}
+        failed: list[RepresentFailure] = []
         for future in futures:
             result = future.result()
             if isinstance(result, RepresentFailure):
-                print(f"failed: {result.video_id}: {result.error}")
-                failed += 1
+                failed.append(result)
+                print(f"failed {result.video_id}: {result.error}")
             else:
                 store.record_representation(result)
-    print(f"represented {len(jobs) - failed} video(s), {failed} failed")
-    return {"represented": len(jobs) - failed, "skipped": len(videos) - len(jobs),
-            "failed": failed}
+    failures = [from_represent(f.video_id, f.error, videos=by_id) for f in failed]
+    print(f"represented {len(jobs) - len(failed)} video(s), {len(failed)} failed")
+    return {"represented": len(jobs) - len(failed), "skipped": len(videos) - len(jobs),
+            "failed": len(failed), "failures": [f.to_dict() for f in failures],
+            "failed_videos": [f.video_id for f in failed]}
 
 
 def run_represent(
     db: Path, params_path: Path | None = None, step: Step = "all", *,
     runner: RunnerParams | None = None,
-) -> dict[str, int]:
+) -> dict[str, Any]:
     """:func:`represent_flow` on the task runner ``runner`` describes (default: the params
     file's ``runner:`` section).
 

@@ -16,7 +16,8 @@ import typer
 from rich.console import Console
 
 from needleforge import __version__
-from needleforge.cli_support import counts_table, rejection_table, video_llm
+from needleforge.cli_release import publish, pull
+from needleforge.cli_support import answer_release, counts_table, rejection_table
 from needleforge.config import Params, load_params
 from needleforge.errors import NeedleforgeError
 
@@ -333,22 +334,9 @@ def release(
     console.print(report.summary(), highlight=False, markup=False)
 
 
-@app.command()
-@_user_errors
-def pull(
-    rev: Annotated[str, typer.Option("--rev", help="Git tag (or commit) of the release.")],
-    out: Annotated[Path, typer.Option("--out", help="Empty folder to fetch into.",
-                                      file_okay=False)],
-    repo: Annotated[str, typer.Option("--repo", help="Git URL or path of a needleforge "
-                                      "repository.")] = ".",
-    path: Annotated[str, typer.Option("--path", help="Release folder inside the repo.")]
-    = "releases/sample",
-) -> None:
-    """Fetch a pinned release (DVC-tracked, tagged) from a repository and its remote."""
-    from needleforge.release import pull as run_pull
-
-    fetched = run_pull(rev=rev, repo=repo, out=out, path=path)
-    console.print(f"release {path}@{rev} from {repo} is in {fetched}")
+# publish and pull live in cli_release (kept out of this module to keep it short)
+app.command()(pull)
+app.command()(publish)
 
 
 @app.command()
@@ -356,7 +344,7 @@ def pull(
 def score(
     questions: Annotated[Path, typer.Option("--questions", help="Release questions.jsonl.",
                                             dir_okay=False)],
-    predictions: Annotated[Path, typer.Option("--predictions", help="Model predictions JSONL.",
+    predictions: Annotated[Path, typer.Option("--predictions", help="Ours or moment_detr's JSONL.",
                                               dir_okay=False)],
     out: Annotated[Path | None, typer.Option("--out", help="Write the scores as JSON here.",
                                              dir_okay=False)] = None,
@@ -380,7 +368,9 @@ def evaluate(
     release_dir: Annotated[Path, typer.Option("--release", help="A release folder.",
                                               file_okay=False)],
     model: Annotated[str, typer.Option("--model", help="random | embedded | openai_http | "
-                                       "hf")],
+                                       "hf, or a blind baseline: position_prior | "
+                                       "length_prior | text_only | option_prior | "
+                                       "letter_prior")],
     out: Annotated[Path | None, typer.Option("--out", help="Predictions JSONL (default: "
                                              "<release>/predictions/<model>.jsonl).",
                                              dir_okay=False)] = None,
@@ -394,15 +384,14 @@ def evaluate(
 ) -> None:
     """Answer a release's questions with a model (resumable); then `needleforge score`."""
     from needleforge.errors import EvaluationError
-    from needleforge.evaluate import run_model
 
     pairs = [o.split("=", 1) for o in option or []]
     if any(len(p) != 2 for p in pairs):
         raise EvaluationError(f"--option values must be KEY=VALUE, got {option}")
-    llm = video_llm(model, {key: value for key, value in pairs})
     target = out or release_dir / "predictions" / f"{model}.jsonl"
-    written = run_model(questions or release_dir / "questions.jsonl", model=llm,
-                        release_dir=release_dir, out=target, max_frames=max_frames)
+    written = answer_release(model, {key: value for key, value in pairs},
+                             questions=questions or release_dir / "questions.jsonl",
+                             release_dir=release_dir, out=target, max_frames=max_frames)
     console.print(f"predictions of {model} in {written}")
 
 
@@ -460,6 +449,17 @@ def review(
             err_console.print(f"  {problem}", highlight=False, markup=False, soft_wrap=True)
     if outcome.report is not None:
         console.print(outcome.report.to_text(), markup=False, highlight=False)
+
+
+@app.command()
+def doctor() -> None:
+    """Show which ffmpeg, PyAV and model files are in use, and why (exit 2 on a problem)."""
+    from needleforge.doctor import diagnose, render
+
+    found = diagnose()
+    console.print(render(found), markup=False, highlight=False, soft_wrap=True)
+    if found.problems:
+        raise typer.Exit(code=2)
 
 
 @app.command()

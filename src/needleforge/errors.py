@@ -73,3 +73,9 @@ class ReleaseError(NeedleforgeError):
 class OutputError(NeedleforgeError):
     """An output file or folder cannot be written (read-only folder, disk full, size limit);
     the message names the path and the cause. Whatever was published before stays intact."""
+
+
+class RefreshError(NeedleforgeError):
+    """A scheduled refresh cannot start (missing manifest, release name or tag taken, another
+    refresh holding the store) or released nothing because every new source failed; the
+    message names the input or each failure."""

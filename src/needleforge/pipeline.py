@@ -14,6 +14,7 @@ from pathlib import Path
 from needleforge.backends import default_registry
 from needleforge.backends.registry import Registry
 from needleforge.config import Params
+from needleforge.failures import StageFailure
 from needleforge.nemo import (
     ExpansionResult,
     GenerationResult,
@@ -25,6 +26,7 @@ from needleforge.nemo import (
     index_tables,
     select_targets,
 )
+from needleforge.nemo.frames import VERIFY_PER_SCENE
 from needleforge.nemo.probe import ProbeCost, TiledProbe
 from needleforge.quality import (
     GateResult,
@@ -36,6 +38,7 @@ from needleforge.quality import (
 from needleforge.quality import validate as run_validate
 from needleforge.records import Scene, SceneScan, Video
 from needleforge.release import ReleaseReport, build_release
+from needleforge.release.history import Fingerprint, latest_release, releases_by_build_time
 from needleforge.render import RenderReport, render_montages
 from needleforge.represent import (
     RepresentFailure,
@@ -76,7 +79,8 @@ def generate_store(*, db: Path, params: Params) -> GenerateOutcome:
         videos = store.videos()
         probe = _stored_probe(store, params, registry)
         try:
-            with VideoKeyframes({v.video_id: v for v in videos}) as keyframes:
+            with VideoKeyframes({v.video_id: v for v in videos},
+                                per_scene=VERIFY_PER_SCENE) as keyframes:
                 result = generate(videos=videos, scenes=store.scenes(),
                                   tags=store.scene_tags(), objects=store.objects(),
                                   params=params.nemo, describer=describer, verifier=verifier,
@@ -261,48 +265,58 @@ def _release_gate(*, db: Path, root: Path, out: Path, params: Params,
 def previous_release(out_root: Path, *, name: str) -> Path | None:
     """The release under ``out_root`` to write ``name``'s changelog against, or None.
 
-    That is the release (a folder with a ``manifest.json``) whose name sorts last among
-    the others: date-based names (``2026.11.29``) sort in time order.
+    That is the release (a folder with a ``manifest.json``) built last, by the build time
+    in its ``build.json`` (see :mod:`needleforge.release.history`), not by name: a name
+    such as ``sample`` says nothing of when it was built.
+
+    Raises:
+        ReleaseError: a release's ``build.json`` is malformed.
     """
-    others = earlier_releases(out_root, name=name)
-    return others[-1] if others else None
+    latest = latest_release(out_root, exclude=name)
+    return latest.path if latest is not None else None
 
 
 def earlier_releases(out_root: Path, *, name: str) -> list[Path]:
     """Every release under ``out_root`` other than ``name`` (folders with a
-    ``manifest.json``), in name order: the ``earlier`` of a refresh's release."""
-    if not out_root.is_dir():
-        return []
-    return sorted(p for p in out_root.iterdir()
-                  if p.name != name and (p / "manifest.json").is_file())
+    ``manifest.json``), oldest build first: the ``earlier`` of a refresh's release.
+
+    Raises:
+        ReleaseError: a release's ``build.json`` is malformed.
+    """
+    return [b.path for b in releases_by_build_time(out_root, exclude=name)]
 
 
 def release_store(*, db: Path, name: str, out_root: Path, render_dir: Path | None,
                   params: Params, previous: Path | None, vnbench_dir: Path | None = None,
                   earlier: Sequence[Path] = (), overwrite: bool = False,
-                  on_gate: Callable[[GateResult], None] | None = None) -> ReleaseReport:
+                  on_gate: Callable[[GateResult], None] | None = None,
+                  failures: Sequence[StageFailure] = (),
+                  inputs: Fingerprint | None = None) -> ReleaseReport:
     """Build ``out_root/name`` from ``db`` (+ the VNBench folder), gated by every GX suite.
 
     The gate runs on the finished release before it is moved into place: the store suites,
     the release's questions (VNBench rows included) and its ``sources.json`` licences; its
     Data Docs land in ``<release>/quality``. ``earlier`` lists earlier releases whose
     sources are flagged as contamination. ``on_gate`` sees the gate's result (a report).
+    ``failures`` and ``inputs``: see :func:`needleforge.release.build_release`.
 
     Raises:
         ReleaseError: see :func:`needleforge.release.build_release`.
         QualityError: the gate failed (every failing expectation is listed); no release is
             written and an existing one is left as it was.
     """
-    def gate(root: Path, families: frozenset[str]) -> None:
+    def gate(root: Path, families: frozenset[str]) -> GateResult:
         result = _release_gate(db=db, root=root, out=root, params=params, families=families)
         if on_gate is not None:
             on_gate(result)
         if not result.passed:
             raise QualityError(f"release {name} failed its quality gate:\n{result.to_text()}")
+        return result
 
     return build_release(db=db, name=name, out_root=out_root, render_dir=render_dir,
                          params=params, previous=previous, overwrite=overwrite,
-                         vnbench_dir=vnbench_dir, earlier=earlier, gate=gate)
+                         vnbench_dir=vnbench_dir, earlier=earlier, gate=gate,
+                         failures=failures, inputs=inputs)
 
 
 def vnbench_store(*, db: Path, out: Path, cache_dir: Path | None, params: Params) -> VNBenchResult:

@@ -74,7 +74,8 @@ def test_dask_runner_matches_threads(clips: Path, tmp_path: Path) -> None:
     params, threads_db, dask_db = _two_stores(clips, tmp_path, "dask")
 
     counts = run_represent(threads_db, params, runner=THREADS)
-    assert counts == {"represented": 2, "skipped": 0, "failed": 0}
+    assert counts == {"represented": 2, "skipped": 0, "failed": 0, "failures": [],
+                      "failed_videos": []}
     assert run_represent(dask_db, params, runner=DASK) == counts
     expected = _rows(threads_db)
     assert len(expected["scenes"]) == 3 and expected["objects"]

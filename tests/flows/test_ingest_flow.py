@@ -29,8 +29,13 @@ def test_ingest_flow_is_idempotent(media_dir: Path, tmp_path: Path) -> None:
     ]}))
     db = tmp_path / "nf.duckdb"
     first = ingest_flow(manifest, db)
+    failures = first.pop("failures")
     assert first == {"videos": 1, "rejections": 2, "new_videos": 1, "new_rejections": 2}
+    assert [(f["stage"], f["reason"], f["new"]) for f in failures] == [
+        ("ingest", "not_video", True), ("ingest", "expired", True)]
+    assert "manifest.yaml row 2 (notes.mp4)" in failures[0]["item"]
     second = ingest_flow(manifest, db)
+    assert [f["new"] for f in second.pop("failures")] == [False, False]  # refused before
     assert second == {"videos": 1, "rejections": 2, "new_videos": 0, "new_rejections": 0}
     with Store(db) as store:
         counts = store.counts()

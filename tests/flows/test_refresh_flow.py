@@ -3,7 +3,9 @@
 A three-episode studio corpus is released twice: ``r1`` from a manifest listing episodes 1-2,
 ``r2`` from the full manifest. The second run must represent only the new episode (the
 others' scene rows stay byte-for-byte the same) and ``r2``'s changelog must add exactly the
-released questions whose target lies in the new episode, removing and changing nothing.
+released questions whose target lies in the new episode, removing and changing nothing. A
+third run on the same manifest has nothing new and releases nothing; a release flow after it
+compares with the release built last.
 """
 
 from __future__ import annotations
@@ -16,7 +18,9 @@ import yaml
 from typer.testing import CliRunner
 
 from flows.refresh import refresh_flow
+from flows.release import release_flow
 from needleforge.cli import app
+from needleforge.release import history
 from needleforge.store import Store
 
 
@@ -37,7 +41,11 @@ def _released_ids(release: Path) -> set[str]:
 
 @pytest.mark.slow
 @pytest.mark.usefixtures("prefect_harness")
-def test_refresh_adds_only_the_new_videos_questions(tmp_path: Path) -> None:
+def test_refresh_adds_only_the_new_videos_questions(tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    # The code fingerprint is pinned: this checkout may be edited while the test runs, and an
+    # edit is a code change that a refresh rightly releases (the journey test runs on a copy).
+    monkeypatch.setattr(history, "code_sha256", lambda package_dir=None: "pinned")
     params = tmp_path / "params.yaml"
     params.write_text(yaml.safe_dump({
         "studio": {"seed": 3, "real_clips": [], "programs": [
@@ -82,3 +90,14 @@ def test_refresh_adds_only_the_new_videos_questions(tmp_path: Path) -> None:
     changelog = (releases / "r2" / "CHANGELOG.md").read_text()
     assert "Compared with `r1`" in changelog
     assert all(f"`{qid}`" in changelog for qid in added)
+    assert two["released"] == "r2" and two["previous"] == "r1"
+
+    three = refresh_flow(full, db, releases, "r3", params)  # nothing new: no release
+    assert three["released"] is None and "nothing new since release r2" in three["reason"]
+    assert not (releases / "r3").exists()
+
+    # A one-off release flow: its changelog compares with the release built last (r2), not
+    # with the last name in sort order (r2 < "sample"), and its card reads the gate offline.
+    made = release_flow("sample", db, releases, db.parent / "render", params_path=params)
+    assert made["released"] == "sample" and made["previous"] == "r2"
+    assert "## Quality gate" in (releases / "sample" / "card.md").read_text()

@@ -21,9 +21,11 @@ def test_represent_flow_resumes(clips: Path, tmp_path: Path) -> None:
     shutil.copytree(clips, lib)
     db = tmp_path / "nf.duckdb"
     ingest_clips(lib, [{"path": "cat.mp4"}, {"path": "black.mp4"}], db)
-    assert represent_flow(db) == {"represented": 2, "skipped": 0, "failed": 0}
+    assert represent_flow(db) == {"represented": 2, "skipped": 0, "failed": 0, "failures": [],
+                                  "failed_videos": []}
     with Store(db) as store:
         counts = store.counts()
     assert counts["scenes"] == 3 and counts["objects"] >= 2
-    assert represent_flow(db) == {"represented": 0, "skipped": 2, "failed": 0}
+    assert represent_flow(db) == {"represented": 0, "skipped": 2, "failed": 0, "failures": [],
+                                  "failed_videos": []}
 

@@ -13,6 +13,7 @@ import pytest
 from needleforge.config import Params, ReleaseParams
 from needleforge.errors import ReleaseError
 from needleforge.evaluate import GroundingQuestion, load_questions
+from needleforge.media.ffmpeg import find_ffmpeg
 from needleforge.release import ReleaseReport, build_release
 from needleforge.release import build as build_module
 from needleforge.release.files import sha256_file
@@ -21,14 +22,17 @@ from tests.release.release_cases import RELEASED_MONTAGES, make_renders, make_st
 
 EXPECTED_FILES = {
     "questions.jsonl", "questions.parquet", "montages.jsonl", "sources.json", "manifest.json",
-    "CHANGELOG.md",
+    "CHANGELOG.md", "build.json",
     "card.md", "card.html",
     *(f"videos/{m}.mp4" for m in RELEASED_MONTAGES),
     "exports/lmms_eval/needleforge_v1.yaml", "exports/lmms_eval/utils.py",
-    "exports/vlmevalkit.tsv", "exports/qvhighlights.jsonl",
+    "exports/vlmevalkit/needleforge_grounding.tsv",
+    "exports/vlmevalkit/needleforge_vlmevalkit.py", "exports/qvhighlights.jsonl",
+    "README.md", "data/nemo.parquet",
     "plots/montage_duration_short.png", "plots/montage_duration_medium.png",
     "plots/target_labels.png", "plots/target_programs.png", "plots/needles_per_question.png",
     "plots/verification_pass_rates.png",
+    "plots/answer_positions.png", "plots/blind_baselines.png",  # the bias audit's
 }
 
 
@@ -125,7 +129,8 @@ def test_manifest_lists_every_file_and_is_identical_on_rebuild(
 ) -> None:
     text = (built.root / "manifest.json").read_text(encoding="utf-8")
     doc = json.loads(text)
-    assert [f["path"] for f in doc["files"]] == sorted(EXPECTED_FILES - {"manifest.json"})
+    unhashed = {"manifest.json", "build.json"}  # build.json holds the build time
+    assert [f["path"] for f in doc["files"]] == sorted(EXPECTED_FILES - unhashed)
     for entry in doc["files"]:
         path = built.root / entry["path"]
         assert (entry["sha256"], entry["size_bytes"]) == (sha256_file(path), path.stat().st_size)
@@ -135,8 +140,12 @@ def test_manifest_lists_every_file_and_is_identical_on_rebuild(
         {"verifier": "embedded", "model_version": "ver-1"},
         {"verifier": "judge", "model_version": "ver-1"}]
     assert doc["packages"]["duckdb"] and "torch" in doc["packages"]
+    ffmpeg = find_ffmpeg()  # the binary that renders is named, by a path not tied to a venv
+    assert doc["ffmpeg"]["version"] == ffmpeg.version and doc["ffmpeg"]["source"] == ffmpeg.source
+    assert ffmpeg.path.endswith(doc["ffmpeg"]["path"].lstrip("~"))
     assert set(doc["code"]) == {"commit", "dirty"}
     assert doc["counts"]["excluded"] == {"failed": 2, "unverified": 1, "source_excluded": 0}
+    assert doc["bias_audit"]["positions"]["n"] == 3 and doc["bias_audit"]["passed"]
     again = build_release(db=built.db, name="v1", out_root=tmp_path, render_dir=built.renders,
                           params=Params())
     assert (again.path / "manifest.json").read_text(encoding="utf-8") == text

@@ -21,7 +21,8 @@ def test_second_release_lists_what_changed(tmp_path: Path) -> None:
     assert "First release" in (first.path / "CHANGELOG.md").read_text()
     second = build_release(db=make_store(tmp_path / "v2.duckdb", variant=1), name="v2",
                            out_root=out, render_dir=None, params=Params(), previous=first.path)
-    assert second.changes == {"previous": "v1", "added": 1, "removed": 1, "changed": 1}
+    assert second.changes == {"previous": "v1", "added": 1, "removed": 1, "changed": 1,
+                              "failed_sources": 0}
     text = (second.path / "CHANGELOG.md").read_text(encoding="utf-8")
     assert "Compared with `v1`: 1 added, 1 removed, 1 changed" in text
     assert "## Added (1)\n\n- `q-unverified`" in text

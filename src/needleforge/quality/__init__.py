@@ -15,9 +15,16 @@ from needleforge.quality.gate import (
     run_gate,
     validate,
 )
-from needleforge.quality.results import Failure, GateResult, QualityError, SuiteOutcome
+from needleforge.quality.results import (
+    CheckOutcome,
+    Failure,
+    GateResult,
+    QualityError,
+    SuiteOutcome,
+)
 
 __all__ = [
+    "CheckOutcome",
     "Failure",
     "GateResult",
     "QualityError",

@@ -55,10 +55,30 @@ class Failure:
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
+class CheckOutcome:
+    """One expectation as it was evaluated, passing or not (what a report lists per suite).
+
+    ``observed`` is what GX measured (a value for aggregate checks such as a row count or a
+    mean, else how many rows were unexpected); ``bounds`` the allowed range as text;
+    ``borderline`` marks a passing aggregate value within 5 % of a bound (a release that
+    barely passed says so on its card before it fails next time).
+    """
+
+    check: str
+    expectation: str
+    column: str | None
+    success: bool
+    observed: str
+    bounds: str = ""
+    borderline: bool = False
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
 class SuiteOutcome:
     """How one suite went: ``n_rows`` validated, ``n_failed`` of ``n_expectations`` failed.
 
-    ``note`` says why a suite was skipped (an empty table, no release given).
+    ``note`` says why a suite was skipped (an empty table, no release given); ``checks``
+    lists every expectation evaluated, in suite order (empty for a skipped suite).
     """
 
     suite: str
@@ -67,6 +87,7 @@ class SuiteOutcome:
     n_expectations: int = 0
     n_failed: int = 0
     note: str = ""
+    checks: tuple[CheckOutcome, ...] = ()
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

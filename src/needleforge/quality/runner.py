@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import great_expectations as gx
 
-from needleforge.quality.results import Failure, SuiteOutcome
+from needleforge.quality.results import CheckOutcome, Failure, SuiteOutcome
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -73,8 +73,43 @@ def validate_frame(
     failures.sort(key=lambda f: f.check)
     outcome = SuiteOutcome(
         suite=spec.name, status="failed" if failures else "passed", n_rows=len(frame),
-        n_expectations=len(run.results), n_failed=len(failures))
+        n_expectations=len(run.results), n_failed=len(failures),
+        checks=tuple(_check(r, limit=params.max_examples) for r in run.results))
     return outcome, failures
+
+
+#: A passing aggregate value this close to a bound (relative, at least 1 unit) is borderline.
+BORDERLINE_MARGIN = 0.05
+
+
+def _check(result: ExpectationValidationResult, *, limit: int) -> CheckOutcome:
+    """One evaluated expectation for the report: its observed value against its bounds."""
+    config = result.expectation_config
+    if config is None:
+        return CheckOutcome("unknown", "unknown", None, bool(result.success), "")
+    kwargs: Mapping[str, Any] = config.kwargs
+    meta: Mapping[str, Any] = config.meta or {}
+    info: Mapping[str, Any] = result.result or {}
+    low, high = kwargs.get("min_value"), kwargs.get("max_value")
+    bounds = " ".join(part for part in (
+        f">= {low}" if low is not None else "", f"<= {high}" if high is not None else "")
+        if part)
+    observed = _plain(info.get("observed_value"))
+    borderline = bool(result.success) and isinstance(observed, int | float) and any(
+        isinstance(b, int | float) and abs(observed - b) <= BORDERLINE_MARGIN * max(abs(b), 1)
+        for b in (low, high))
+    if not result.success:
+        shown = _observed(info, limit=limit)
+    elif "observed_value" in info:
+        shown = repr(observed)
+    elif "unexpected_count" in info:
+        shown = f"{info['unexpected_count']} of {info.get('element_count')} rows unexpected"
+    else:
+        shown = ""
+    return CheckOutcome(
+        check=str(meta.get("check", config.type)), expectation=config.type,
+        column=kwargs.get("column") or _pair(kwargs), success=bool(result.success),
+        observed=shown, bounds=bounds, borderline=borderline)
 
 
 def _failure(result: ExpectationValidationResult, *, spec: SuiteSpec, limit: int) -> Failure:

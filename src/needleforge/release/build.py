@@ -4,7 +4,9 @@
 
     questions.jsonl  questions.parquet  montages.jsonl  sources.json
     videos/<montage_id>.mp4 (optional)  videos/<vnbench sample>.mp4 (with a VNBench set)
+    README.md + data/<family>.parquet (Hugging Face dataset card and its configs)
     exports/  plots/  card.md  card.html  CHANGELOG.md  quality/ (with a gate)  manifest.json
+    build.json (build time and inputs fingerprint: not in the manifest, see release.history)
 
 Why a temporary folder: the whole release is written next to its target and renamed into
 place at the end, so a failed or interrupted build never leaves a half-written release (and a
@@ -26,6 +28,9 @@ from typing import Any
 
 from needleforge.config import Params, ReleaseParams
 from needleforge.errors import ReleaseError
+from needleforge.failures import StageFailure
+from needleforge.quality.bias import audit_release
+from needleforge.quality.results import GateResult
 from needleforge.records import (
     Montage,
     ObjectTrack,
@@ -35,9 +40,11 @@ from needleforge.records import (
     Verification,
     Video,
 )
-from needleforge.release import changelog, exports, manifest
+from needleforge.release import changelog, exports, history, manifest
 from needleforge.release.answers import video_path
+from needleforge.release.bias_card import bias_section, write_bias_plots
 from needleforge.release.card import CardInputs, write_card
+from needleforge.release.card_sections import failures_section, quality_section
 from needleforge.release.content import Content, gather
 from needleforge.release.files import (
     place_file,
@@ -46,17 +53,24 @@ from needleforge.release.files import (
     write_jsonl,
     write_questions_parquet,
 )
+from needleforge.release.readme import write_readme
 from needleforge.release.sources import SOURCES_FILE, EarlierRelease, read_earlier
+from needleforge.release.vnbench_files import check_vnbench_release
 from needleforge.release.vnbench_input import read_vnbench
 from needleforge.store import Store
 
 #: ``gate(release_root, video_families)``: checks a finished release folder before it is moved
 #: into place, writing its report under ``release_root/quality``; raises to stop the release.
-Gate = Callable[[Path, frozenset[str]], None]
+#: What it returns (the gate's verdict) becomes the card's "Quality gate" section.
+Gate = Callable[[Path, frozenset[str]], GateResult | None]
 #: Files under this prefix (the GX Data Docs report) are not hashed in the manifest, except
 #: ``summary.json``: the pages carry GX run times, and the manifest must not change with them.
 UNHASHED_PREFIX = "quality/"
+#: Not hashed either: the build time (see :mod:`needleforge.release.history`).
+UNHASHED_FILES = (history.BUILD_FILE,)
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+#: What a release name may look like (also checked by a refresh before any work).
+RELEASE_NAME_RE = _NAME_RE
 _SHOWN_IDS = 10
 
 
@@ -76,6 +90,8 @@ class ReleaseReport:
     changes: Mapping[str, Any]
     excluded_sources: tuple[str, ...] = ()
     contaminated: tuple[str, ...] = ()
+    gate: GateResult | None = None
+    failures: tuple[StageFailure, ...] = ()
 
     def summary(self) -> str:
         """One line for a terminal: what shipped and what was left out."""
@@ -173,29 +189,56 @@ def _sha(content: Content, video_id: str) -> str:
     return ""
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Written:
+    """What writing a release produced besides its files."""
+
+    changes: changelog.Changelog
+    manifest_sha256: str
+    gate: GateResult | None
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Refresh:
+    """What the caller knows of the run behind a build: failed sources and its inputs."""
+
+    failures: tuple[StageFailure, ...]
+    inputs: history.Fingerprint
+
+
 def _write_release(
     root: Path, *, name: str, data: _StoreData, content: Content,
     videos: Mapping[str, Path], params: Params,
     previous: tuple[str, list[dict[str, Any]]] | None,
-    earlier: Sequence[EarlierRelease], gate: Gate | None,
-) -> tuple[changelog.Changelog, str]:
-    """Write every file of the release into ``root``; returns the changelog and manifest hash.
+    earlier: Sequence[EarlierRelease], gate: Gate | None, run: _Refresh,
+) -> _Written:
+    """Write every file of the release into ``root``; returns the changelog, manifest hash
+    and the gate's verdict.
 
-    The gate (when given) runs on the finished files before the manifest is written, and
-    its report goes to ``root/quality``; only its ``summary.json`` is hashed, since the Data
-    Docs pages carry GX run times (see :data:`UNHASHED_PREFIX`).
+    The gate (when given) runs on the data files before the card (whose "Quality gate"
+    section shows its verdict) and the manifest are written; its report goes to
+    ``root/quality``, of which only ``summary.json`` is hashed, since the Data Docs pages
+    carry GX run times (see :data:`UNHASHED_PREFIX`).
     """
     _write_data(root, content, videos, params.release)
     exports.write_exports(root, content.records, release_name=name)
+    write_readme(root, content.records, name=name, title=params.release.title)
     changes = changelog.compare(content.records, name=name, previous=previous,
-                                excluded=content.excluded_rows)
+                                excluded=content.excluded_rows, failures=run.failures)
     (root / "CHANGELOG.md").write_text(changes.to_markdown(), encoding="utf-8")
+    plans = {video_path(m.montage_id) for m in content.montages}
+    n_nemo_videos = sum(1 for rel in videos if rel in plans)
+    verdict = None
+    if gate is not None:
+        verdict = gate(root, frozenset({"vnbench"} | ({"nemo"} if n_nemo_videos else set())))
     code = manifest.code_version()
     backends = manifest.store_backends(tags=data.tags, objects=data.objects,
                                        questions=data.questions,
                                        verifications=data.verifications)
-    plans = {video_path(m.montage_id) for m in content.montages}
-    n_nemo_videos = sum(1 for rel in videos if rel in plans)
+    audit = audit_release(content.records, margin=params.quality.blind_margin)
+    extra = (quality_section(verdict, root=root),
+             bias_section(audit, images=write_bias_plots(root, audit)),
+             failures_section(run.failures))
     write_card(root, content.records, CardInputs(
         name=name, params=params.release,
         released=content.released_questions, montages=content.montages,
@@ -206,19 +249,21 @@ def _write_release(
         verifications=data.verifications, objects=data.objects, tags=data.tags,
         scenes=data.scenes, videos=content.sources, source_rows=content.source_rows,
         excluded_sources=content.excluded_rows,
-        compared_with=tuple(sorted({e.name for e in earlier}))))
-    if gate is not None:
-        gate(root, frozenset({"vnbench"} | ({"nemo"} if n_nemo_videos else set())))
+        compared_with=tuple(sorted({e.name for e in earlier})),
+        extra=tuple(x for x in extra if x is not None)))
+    history.write_build_info(root, name=name, inputs=run.inputs)
     doc = manifest.build_manifest(
         name=name, params=params, counts=_counts(content, len(videos)), code=code,
         backends=backends, seed_info=manifest.seeds(params, content.montages),
-        policy=_policy_doc(content, params.release, earlier),
+        policy=_policy_doc(content, params.release, earlier), bias=audit.to_dict(),
         files=[e for e in manifest.file_entries(root) if _hashed(e["path"])])
     write_json(root / "manifest.json", doc)
-    return changes, sha256_file(root / "manifest.json")
+    return _Written(changes, sha256_file(root / "manifest.json"), verdict)
 
 
 def _hashed(rel: str) -> bool:
+    if rel in UNHASHED_FILES:
+        return False
     return not rel.startswith(UNHASHED_PREFIX) or rel == f"{UNHASHED_PREFIX}summary.json"
 
 
@@ -238,9 +283,7 @@ def _swap_into_place(tmp: Path, target: Path) -> None:
         shutil.rmtree(old)
 
 
-def _write_atomically(
-    target: Path, write: Callable[[Path], tuple[changelog.Changelog, str]]
-) -> tuple[changelog.Changelog, str, int]:
+def _write_atomically(target: Path, write: Callable[[Path], _Written]) -> tuple[_Written, int]:
     """Run ``write`` on a temporary folder beside ``target``, then move it into place.
 
     On any failure the temporary folder is removed and ``target`` is left as it was.
@@ -251,14 +294,14 @@ def _write_atomically(
     tmp.chmod(0o755)  # mkdtemp makes it private; a release is meant to be read by others
     done = False
     try:
-        changes, digest = write(tmp)
+        written = write(tmp)
         n_files = sum(1 for p in tmp.rglob("*") if p.is_file())
         _swap_into_place(tmp, target)
         done = True
     finally:
         if not done:
             shutil.rmtree(tmp, ignore_errors=True)
-    return changes, digest, n_files
+    return written, n_files
 
 
 def _videos(content: Content, render_dir: Path | None,
@@ -289,6 +332,8 @@ def build_release(
     vnbench_dir: Path | None = None,
     earlier: Sequence[Path] = (),
     gate: Gate | None = None,
+    failures: Sequence[StageFailure] = (),
+    inputs: history.Fingerprint | None = None,
 ) -> ReleaseReport:
     """Build ``out_root/name/`` from the store ``db`` (layout: see the module docstring).
 
@@ -299,14 +344,18 @@ def build_release(
     ``previous`` is the release to write the changelog against; ``earlier`` lists release
     folders (or their ``manifest.json``) whose sources are flagged as contamination.
     ``gate(root, video_families)`` runs on the finished files before they are moved into
-    place; raising there leaves no release behind (and an older one intact).
+    place; raising there leaves no release behind (and an older one intact); its verdict
+    goes on the card. ``failures`` (sources a refresh could not use) are listed in the
+    changelog and on the card; ``inputs`` is the fingerprint recorded in ``build.json``
+    (default: every store video, ``params`` and this code).
 
     Raises:
         ReleaseError: a bad name; ``out_root/name`` exists and ``overwrite`` is False; no
             question passed verification and authorization; a question's montage, a
             montage's source video or a released montage's render is missing; a VNBench
             folder or an earlier or previous release cannot be read; an unauthorized source
-            with ``release.unauthorized: error``.
+            with ``release.unauthorized: error``; VNBench tries lacking one of the 9 official
+            task types (named), or otherwise unscorable by VNBench's own evaluation.
         StoreError: the store cannot be opened.
         QualityError: raised by ``gate`` when the release fails its checks.
     """
@@ -322,16 +371,20 @@ def build_release(
     content = gather(questions=data.questions, verifications=data.verifications,
                      montages=data.montages, videos=data.videos, params=params.release,
                      vnbench=vnbench, earlier=compared)
+    check_vnbench_release(content.records)
     prev = changelog.read_previous(previous) if previous is not None else None
     videos = _videos(content, render_dir, params.release)
     out_root.mkdir(parents=True, exist_ok=True)
-    changes, digest, n_files = _write_atomically(target, lambda root: _write_release(
+    run = _Refresh(tuple(failures), inputs or history.fingerprint(
+        (v.sha256 for v in data.videos), params))
+    written, n_files = _write_atomically(target, lambda root: _write_release(
         root, name=name, data=data, content=content, videos=videos, params=params,
-        previous=prev, earlier=compared, gate=gate))
+        previous=prev, earlier=compared, gate=gate, run=run))
     return ReleaseReport(
         name=name, path=target, n_questions=len(content.records),
         n_montages=len(content.montages), n_videos=len(videos), n_files=n_files,
         failed=content.selection.failed, unverified=content.selection.unverified,
-        manifest_sha256=digest, changes=changes.to_dict(),
+        manifest_sha256=written.manifest_sha256, changes=written.changes.to_dict(),
         excluded_sources=tuple(e["video_id"] for e in content.excluded_rows),
-        contaminated=tuple(sorted(content.policy.contaminated)))
+        contaminated=tuple(sorted(content.policy.contaminated)), gate=written.gate,
+        failures=run.failures)

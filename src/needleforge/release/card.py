@@ -74,13 +74,16 @@ class CardInputs:
     source_rows: Sequence[Mapping[str, Any]] = ()
     excluded_sources: Sequence[Mapping[str, Any]] = ()
     compared_with: Sequence[str] = ()
+    #: Sections the build adds after its gate (quality gate, failed sources), shown before
+    #: the provenance; see :mod:`needleforge.release.card_sections`.
+    extra: Sequence[Section] = ()
 
 
 def make_plots(root: Path, records: Sequence[Record], inputs: CardInputs) -> list[Plot]:
     """Write every plot of the card under ``root/plots``; returns them in card order."""
     from needleforge.release import plots  # matplotlib costs ~0.4 s to import: only here
 
-    (root / "plots").mkdir()
+    (root / "plots").mkdir(exist_ok=True)  # the bias audit's plots may be there already
     params = inputs.params
     durations: dict[str, dict[str, float]] = defaultdict(dict)
     needles: dict[str, Counter[int]] = defaultdict(Counter)
@@ -137,7 +140,10 @@ def _usage(name: str) -> Section:
         "questions.jsonl / questions.parquet: one question per line or row",
         "montages.jsonl: montage plans (segments, roles, needle indices, sources)",
         "videos/<montage_id>.mp4: rendered montages (when included)",
-        "exports/: lmms-eval tasks, VLMEvalKit TSV, QVHighlights JSONL, VNBench JSON",
+        "README.md: how to load this release with datasets, VNBench's scripts, VLMEvalKit, "
+        "moment_detr and lmms-eval; data/<family>.parquet: one file per family",
+        "exports/: lmms-eval tasks, VLMEvalKit TSVs and dataset module, QVHighlights JSONL, "
+        "VNBench JSON",
         "sources.json: every source video's licence (rights holder, licence, scope, "
         "valid until) and earlier releases that used it",
         "quality/: the Great Expectations quality report (Data Docs) the release passed",
@@ -146,7 +152,7 @@ def _usage(name: str) -> Section:
     ))
     cmds = Code(
         "needleforge score --questions questions.jsonl --predictions predictions.jsonl\n"
-        f"lmms-eval --include_path exports/lmms_eval --tasks {task} ...  # from this folder"
+        f"lmms-eval --include_path exports/lmms_eval --tasks {task} ...  # from any folder"
     )
     return Section("Files and usage", (files, cmds))
 
@@ -200,6 +206,7 @@ def build_card(
             Paragraph(_authorization_text(inputs.params)),
             stats.excluded_table(inputs.excluded_sources))),
         Section("Contamination", _contamination(inputs)),
+        *inputs.extra,
         _provenance(inputs),
         _usage(inputs.name),
     ]

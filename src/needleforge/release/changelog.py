@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from needleforge.errors import ReleaseError
+from needleforge.failures import StageFailure
 from needleforge.release.markup import Table
 
 Key = tuple[str, int | None]
@@ -42,10 +43,20 @@ class Changelog:
     changed: tuple[Key, ...]
     counts: Table
     excluded_sources: tuple[Mapping[str, Any], ...] = ()
+    failures: tuple[StageFailure, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {"previous": self.previous, "added": len(self.added),
-                "removed": len(self.removed), "changed": len(self.changed)}
+                "removed": len(self.removed), "changed": len(self.changed),
+                "failed_sources": len(self.failures)}
+
+    def _failures_markdown(self) -> str:
+        """Sources the refresh could not use (refused or failed): the release holds the rest."""
+        if not self.failures:
+            return ""
+        lines = "\n".join(f"- {f.stage}: `{f.item}`: {f.reason} ({f.detail})"
+                          for f in self.failures)
+        return f"\n\n## Sources that failed ({len(self.failures)})\n\n{lines}"
 
     def _excluded_markdown(self) -> str:
         """Sources left out (licence or contamination) and the questions dropped with them."""
@@ -63,7 +74,8 @@ class Changelog:
         head = f"# Changelog of {self.name}\n\n"
         if self.previous is None:
             return head + "First release: no previous release to compare with.\n\n" + \
-                self.counts.to_markdown() + self._excluded_markdown() + "\n"
+                self.counts.to_markdown() + self._excluded_markdown() + \
+                self._failures_markdown() + "\n"
         parts = [head + f"Compared with `{self.previous}`: {len(self.added)} added, "
                  f"{len(self.removed)} removed, {len(self.changed)} changed (same id, new "
                  "question text or answer).", self.counts.to_markdown()]
@@ -71,7 +83,8 @@ class Changelog:
                             ("Changed", self.changed)):
             lines = "\n".join(f"- `{_label(k)}`" for k in keys) or "(none)"
             parts.append(f"## {title} ({len(keys)})\n\n{lines}")
-        return "\n\n".join(parts) + self._excluded_markdown() + "\n"
+        return "\n\n".join(parts) + self._excluded_markdown() + self._failures_markdown() \
+            + "\n"
 
 
 def read_previous(release_dir: Path) -> tuple[str, list[dict[str, Any]]]:
@@ -123,14 +136,17 @@ def compare(
     name: str,
     previous: tuple[str, Sequence[Mapping[str, Any]]] | None,
     excluded: Sequence[Mapping[str, Any]] = (),
+    failures: Sequence[StageFailure] = (),
 ) -> Changelog:
     """Compare the new release's records with the previous release's (None: first release).
 
     ``excluded`` lists the sources this release left out (manifest ``excluded_sources``
-    entries); the changelog lists them with the questions dropped.
+    entries); the changelog lists them with the questions dropped. ``failures`` are the
+    sources the refresh behind this release could not use, listed by name.
     """
     if previous is None:
-        return Changelog(name, None, (), (), (), _count_table(None, records), tuple(excluded))
+        return Changelog(name, None, (), (), (), _count_table(None, records), tuple(excluded),
+                         tuple(failures))
     prev_name, old = previous
     new_by = {_key(r): r for r in records}
     old_by = {_key(r): r for r in old}
@@ -148,4 +164,5 @@ def compare(
         changed=order(k for k in new_by.keys() & old_by.keys() if differs(k)),
         counts=_count_table(old, records),
         excluded_sources=tuple(excluded),
+        failures=tuple(failures),
     )

@@ -1,8 +1,10 @@
-"""Provenance of a release: code version, package versions, model backends, seeds, file hashes.
+"""Provenance of a release: code version, package versions, ffmpeg, model backends, seeds, files.
 
 The manifest must be byte-identical when the same inputs and seed are built again, so it holds
-no clock time (``release_date`` comes from params), no absolute path and no host name; every
-list in it is sorted.
+no clock time (``release_date`` comes from params), no host name and no absolute path but one:
+the ffmpeg binary's when it is not imageio-ffmpeg's (``/usr/bin/ffmpeg``; a path in the home
+folder is written with ``~``), since which build rendered the videos is the point. Every list
+in it is sorted.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from typing import Any
 
 import needleforge
 from needleforge.config import Params
+from needleforge.media.ffmpeg import find_ffmpeg
 from needleforge.records import Montage, ObjectTrack, Question, SceneTag, Verification
 from needleforge.release.files import list_files, sha256_file
 
@@ -88,6 +91,27 @@ def package_versions(names: Iterable[str] = KEY_PACKAGES) -> dict[str, str | Non
     return out
 
 
+def ffmpeg_used() -> dict[str, str]:
+    """The ffmpeg this process renders with: ``source`` (env, path, bundled), ``path`` and
+    ``version``. A different binary can change the videos' bytes but not the questions.
+
+    The bundled binary's path is written relative to site-packages
+    (``imageio_ffmpeg/binaries/…``), so a release built in another virtualenv keeps its
+    manifest.
+
+    Raises:
+        MediaError: when no usable ffmpeg is found (see :func:`find_ffmpeg`).
+    """
+    choice = find_ffmpeg()
+    path = Path(choice.path)
+    if choice.source == "bundled" and "imageio_ffmpeg" in path.parts:
+        shown = "/".join(path.parts[path.parts.index("imageio_ffmpeg"):])
+    else:
+        home = Path.home()
+        shown = f"~/{path.relative_to(home).as_posix()}" if path.is_relative_to(home) else str(path)
+    return {"source": choice.source, "path": shown, "version": choice.version}
+
+
 def _pairs(items: Iterable[tuple[str, str]], keys: tuple[str, str]) -> list[dict[str, str]]:
     return [dict(zip(keys, pair, strict=True)) for pair in sorted(set(items))]
 
@@ -134,8 +158,14 @@ def build_manifest(
     seed_info: Mapping[str, Any],
     files: list[dict[str, Any]],
     policy: Mapping[str, Any] | None = None,
+    ffmpeg: Mapping[str, str] | None = None,
+    bias: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Assemble the manifest in its fixed key order (see the module docstring).
+
+    ``ffmpeg`` defaults to :func:`ffmpeg_used` (this process's binary). ``bias`` (the bias
+    audit, :meth:`~needleforge.quality.bias.BiasAudit.to_dict`) goes under ``bias_audit``,
+    after the policy entries; omitted when None.
 
     ``policy`` holds the ``authorization``, ``contamination``, ``sources`` (each shipped
     source's licence: rights holder, licence id, scope, valid_until) and ``excluded_sources``
@@ -150,9 +180,11 @@ def build_manifest(
         "counts": dict(counts),
         "code": code.to_dict(),
         "packages": package_versions(),
+        "ffmpeg": dict(ffmpeg) if ffmpeg is not None else ffmpeg_used(),
         "backends": dict(backends),
         "seeds": dict(seed_info),
         **dict(policy or {}),
+        **({"bias_audit": dict(bias)} if bias is not None else {}),
         "params": params.model_dump(mode="json"),
         "files": files,
     }

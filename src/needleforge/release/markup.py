@@ -39,6 +39,14 @@ class Image:
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
+class Link:
+    """A link to a file of the release: ``path`` is relative to the card."""
+
+    text: str
+    path: str
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
 class Table:
     """A table of already-formatted cells; every row has one cell per header."""
 
@@ -57,7 +65,7 @@ class Table:
         return _table_md(self)
 
 
-Block: TypeAlias = Paragraph | Bullets | Code | Image | Table
+Block: TypeAlias = Paragraph | Bullets | Code | Image | Link | Table
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -95,6 +103,8 @@ def _block_md(block: Block) -> str:
         return f"```\n{block.text.rstrip()}\n```"
     if isinstance(block, Image):
         return f"![{block.alt}]({block.path})"
+    if isinstance(block, Link):
+        return f"[{block.text}]({block.path})"
     return _table_md(block)
 
 
@@ -132,6 +142,7 @@ pre { background: #f4f4f4; padding: 0.6rem; overflow-x: auto; }
 {% elif kind(b) == "Bullets" %}<ul>{% for item in b.items %}<li>{{ item }}</li>{% endfor %}</ul>
 {% elif kind(b) == "Code" %}<pre><code>{{ b.text }}</code></pre>
 {% elif kind(b) == "Image" %}<figure><img src="{{ b.path }}" alt="{{ b.alt }}"></figure>
+{% elif kind(b) == "Link" %}<p><a href="{{ b.path }}">{{ b.text }}</a></p>
 {% else %}<table>{% if b.caption %}<caption>{{ b.caption }}</caption>{% endif %}
 <thead><tr>{% for h in b.headers %}<th>{{ h }}</th>{% endfor %}</tr></thead>
 <tbody>

@@ -1,0 +1,69 @@
+"""Prefect flow: build one release from a finished store, gated, with its artifacts in the UI.
+
+The same stage function as ``needleforge release`` (:func:`needleforge.pipeline.release_store`:
+every GX suite runs on the finished release before it is moved into place), run as a flow so
+the release leaves what a refresh leaves in the Prefect UI: a ``release-summary`` markdown
+artifact (questions, montages and videos by bucket, what changed), the gate's table
+(``quality-gate``) and links to the card and the Data Docs. The previous release for the
+changelog is the one built last under ``--out`` unless ``--previous`` names one.
+Run: ``python -m flows.release NAME --db data/db/expand.duckdb --render data/render
+[--vnbench data/vnbench] [--out releases]`` from the repo root.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from prefect import flow
+
+from needleforge import artifacts, pipeline
+from needleforge.config import load_params
+
+
+@flow(name="release", log_prints=True)
+def release_flow(
+    name: str, db: Path, out: Path = Path("releases"), render_dir: Path | None = None,
+    vnbench_dir: Path | None = None, previous: Path | None = None, overwrite: bool = False,
+    params_path: Path | None = None,
+) -> dict[str, Any]:
+    """Build ``out/name`` from ``db`` and post its artifacts; returns what shipped.
+
+    Raises:
+        ReleaseError / QualityError: as :func:`needleforge.pipeline.release_store` (a failed
+            gate leaves no release, and any older one of that name intact).
+    """
+    params = load_params(params_path)
+    prev = previous or pipeline.previous_release(out, name=name)
+    report = pipeline.release_store(
+        db=db, name=name, out_root=out, render_dir=render_dir, params=params, previous=prev,
+        vnbench_dir=vnbench_dir, earlier=pipeline.earlier_releases(out, name=name),
+        overwrite=overwrite, on_gate=artifacts.post_gate)
+    reason = f"released {name}" + (f" (changelog against {prev.name})" if prev else "")
+    artifacts.post(artifacts.RunSummary(f"Release {name}", reason, report,
+                                        previous=prev.name if prev else None),
+                   key="release-summary")
+    print(report.summary())
+    return {"released": name, "questions": report.n_questions,
+            "montages": report.n_montages, "videos": report.n_videos,
+            "manifest_sha256": report.manifest_sha256, **dict(report.changes)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("name")
+    parser.add_argument("--db", type=Path, default=Path("data/db/expand.duckdb"))
+    parser.add_argument("--out", type=Path, default=Path("releases"))
+    parser.add_argument("--render", type=Path, default=None)
+    parser.add_argument("--vnbench", type=Path, default=None)
+    parser.add_argument("--previous", type=Path, default=None)
+    parser.add_argument("--overwrite", action="store_true")
+    parser.add_argument("--params", type=Path, default=None)
+    args = parser.parse_args()
+    release_flow(args.name, args.db, args.out, args.render, args.vnbench, args.previous,
+                 args.overwrite, args.params)
+
+
+if __name__ == "__main__":
+    main()
