@@ -60,6 +60,7 @@ from needleforge.evaluate.frames import DecodeMode, sample_frames
 from needleforge.evaluate.prompts import AnswerKind
 from needleforge.media.ffmpeg import ffmpeg_binary
 from needleforge.quality.bias import audit_release
+from needleforge.quality.planted import plant_early, plant_ones
 
 _GROUNDING: AnswerKind = "grounding"
 
@@ -169,33 +170,6 @@ def bench_random(release: Path, questions: Sequence[dict[str, Any]], max_frames:
     for label, seconds in times.items():
         print(f"- {label}: {seconds:.2f} s ({base / seconds:.1f}x)")
     print(f"same answers: {same}")
-
-
-def plant_early(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Every grounding answer moved into the first tenth of its video (lengths kept)."""
-    out = []
-    for i, r in enumerate(records):
-        if "answer_spans" in r:
-            start = (i % 10) / 100 * r["duration_s"]
-            r = {**r, "answer_spans": [[round(start, 3), round(min(
-                r["duration_s"], start + e - s), 3)] for s, e in r["answer_spans"][:1]],
-                "n_needles": 1}
-        out.append(r)
-    return out
-
-
-def plant_ones(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Every counting answer made "1" (a wrong "1" takes the old right text)."""
-    out = []
-    for r in records:
-        if "options" in r and str(r["task"]).startswith("cnt"):
-            options = list(r["options"])
-            right = options[r["answer_index"]]
-            options = [right if o == "1" else o for o in options]
-            options[r["answer_index"]] = "1"
-            r = {**r, "options": options}
-        out.append(r)
-    return out
 
 
 def print_audit(label: str, records: Sequence[dict[str, Any]]) -> None:

@@ -189,31 +189,3 @@ def studio_release(seed: int, tmp: Path) -> list[Record]:
     """NeMo and VNBench records of the sample recipe at ``seed``."""
     params = studio_params(seed)
     return nemo_records(params) + vnbench_records(params, tmp)
-
-
-def plant_early(records: list[Record], *, seed: int = 0) -> list[Record]:
-    """Every grounding answer moved into the first tenth of its video (lengths kept)."""
-    rng = random.Random(seed)
-    out = []
-    for r in records:
-        if "answer_spans" in r:
-            (start, end), duration = r["answer_spans"][0], r["duration_s"]
-            new = round(rng.uniform(0.0, 0.1 * duration), 3)
-            r = {**r, "answer_spans": [[new, round(min(duration, new + end - start), 3)]]}
-        out.append(r)
-    return out
-
-
-def plant_ones(records: list[Record]) -> list[Record]:
-    """Every counting answer made "1": the right option's text becomes "1" (a wrong "1" takes
-    the old right text, so the options stay distinct)."""
-    out = []
-    for r in records:
-        if "options" in r and str(r["task"]).startswith("cnt"):
-            options = list(r["options"])
-            right = options[r["answer_index"]]
-            options = [right if o == "1" else o for o in options]
-            options[r["answer_index"]] = "1"
-            r = {**r, "options": options}
-        out.append(r)
-    return out

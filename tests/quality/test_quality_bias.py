@@ -22,8 +22,9 @@ from needleforge.quality.bias import (
     chi2_sf,
     flat_p,
 )
+from needleforge.quality.planted import plant_early, plant_ones
 from needleforge.store import Store
-from tests.quality.bias_cases import plant_early, plant_ones, studio_release
+from tests.quality.bias_cases import studio_release
 
 SEEDS = (0, 1, 2)
 
