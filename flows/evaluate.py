@@ -6,7 +6,8 @@ under ``out`` (default: the release folder): ``predictions/``, ``scores/``, ``le
 The CPU baselines sample at most ``max_frames`` = 16 frames a video by default: the embedded
 baseline's cost is one detector run per distinct frame, and 16 keeps a demo release of 174
 questions around a minute on 2 cores while scoring far above random (``benchmarks/evaluate.py``).
-Run: ``python -m flows.evaluate releases/sample --model random --model embedded --out DIR``.
+By default it runs the CPU baselines and the blind ones (``BASELINE_NAMES``), as ``make demo``
+does. Run: ``python -m flows.evaluate releases/sample --model random --model embedded --out DIR``.
 """
 
 from __future__ import annotations
@@ -17,32 +18,19 @@ from pathlib import Path
 
 from prefect import flow, task
 
-from needleforge.evaluate import (
-    EmbeddedGroundingBaseline,
-    RandomBaseline,
-    VideoLLM,
-    leaderboard,
-    run_model,
-    score_files,
-)
+from needleforge.evaluate import leaderboard, score_files
+from needleforge.evaluate.models import BASELINE_NAMES, answer_release, check_models, model_options
 
 #: Frames per video the baselines see by default (see the module docstring).
 BASELINE_MAX_FRAMES = 16
 
 
-def _model(name: str) -> VideoLLM:
-    if name == "random":
-        return RandomBaseline(seed=0)
-    if name == "embedded":
-        return EmbeddedGroundingBaseline()
-    raise ValueError(f"model {name!r}: this flow runs the CPU baselines (random, embedded); "
-                     "use `needleforge evaluate` for openai_http and hf")
-
-
 @task(name="answer", retries=1)
-def answer_task(release: Path, name: str, max_frames: int, out: Path) -> Path:
-    return run_model(release / "questions.jsonl", model=_model(name), release_dir=release,
-                     out=out / "predictions" / f"{name}.jsonl", max_frames=max_frames)
+def answer_task(release: Path, name: str, options: dict[str, str], max_frames: int,
+                out: Path) -> Path:
+    return answer_release(name, options, questions=release / "questions.jsonl",
+                          release_dir=release, out=out / "predictions" / f"{name}.jsonl",
+                          max_frames=max_frames)
 
 
 @task(name="score")
@@ -55,12 +43,17 @@ def score_task(release: Path, predictions: Path, out: Path) -> Path:
 
 
 @flow(name="evaluate", log_prints=True)
-def evaluate_flow(release: Path, models: tuple[str, ...] = ("random", "embedded"),
-                  max_frames: int = BASELINE_MAX_FRAMES, out: Path | None = None) -> str:
-    """Score ``models`` on ``release`` into ``out``; returns the leaderboard as Markdown."""
+def evaluate_flow(release: Path, models: tuple[str, ...] = BASELINE_NAMES,
+                  max_frames: int = BASELINE_MAX_FRAMES, out: Path | None = None,
+                  options: dict[str, str] | None = None) -> str:
+    """Score ``models`` (any name ``needleforge evaluate`` knows, with its ``options``) on
+    ``release`` into ``out``; returns the leaderboard as Markdown."""
     out = release if out is None else out
+    options = options or {}
+    check_models(models, options)  # a typo fails the run before any model's minutes
     for name in models:
-        score_task(release, answer_task(release, name, max_frames, out), out)
+        own = {k: v for k, v in options.items() if k in model_options(name)}
+        score_task(release, answer_task(release, name, own, max_frames, out), out)
     board = leaderboard(out / "scores")
     board.plot(out / "scores" / "leaderboard.png")
     print(board.to_text())
@@ -70,11 +63,12 @@ def evaluate_flow(release: Path, models: tuple[str, ...] = ("random", "embedded"
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("release", type=Path)
-    parser.add_argument("--model", action="append", dest="models")
+    parser.add_argument("--model", action="append", dest="models",
+                        help=f"repeatable (default: {' '.join(BASELINE_NAMES)})")
     parser.add_argument("--max-frames", type=int, default=BASELINE_MAX_FRAMES)
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args()
-    evaluate_flow(args.release, tuple(args.models or ("random", "embedded")), args.max_frames,
+    evaluate_flow(args.release, tuple(args.models or BASELINE_NAMES), args.max_frames,
                   args.out)
 
 

@@ -16,8 +16,9 @@ import typer
 from rich.console import Console
 
 from needleforge import __version__
+from needleforge.cli_evaluate import evaluate, leaderboard, score
 from needleforge.cli_release import publish, pull
-from needleforge.cli_support import answer_release, counts_table, rejection_table
+from needleforge.cli_support import counts_table, rejection_table
 from needleforge.config import Params, load_params
 from needleforge.errors import NeedleforgeError
 
@@ -37,7 +38,8 @@ R = TypeVar("R")
 DEFAULT_DB = Path("data/needleforge.duckdb")
 ParamsOption = Annotated[
     Path | None,
-    typer.Option("--params", help="params.yaml to read (defaults when omitted).",
+    typer.Option("--params", help="params.yaml to read (default: ./params.yaml when "
+                 "present, else the built-in defaults).",
                  dir_okay=False),
 ]
 DbOption = Annotated[Path, typer.Option("--db", help="DuckDB store.", dir_okay=False)]
@@ -334,86 +336,13 @@ def release(
     console.print(report.summary(), highlight=False, markup=False)
 
 
-# publish and pull live in cli_release (kept out of this module to keep it short)
+# publish and pull live in cli_release, evaluate, score and leaderboard in cli_evaluate (kept
+# out of this module to keep it short)
 app.command()(pull)
 app.command()(publish)
-
-
-@app.command()
-@_user_errors
-def score(
-    questions: Annotated[Path, typer.Option("--questions", help="Release questions.jsonl.",
-                                            dir_okay=False)],
-    predictions: Annotated[Path, typer.Option("--predictions", help="Ours or moment_detr's JSONL.",
-                                              dir_okay=False)],
-    out: Annotated[Path | None, typer.Option("--out", help="Write the scores as JSON here.",
-                                             dir_okay=False)] = None,
-) -> None:
-    """Score predictions against a release (Recall@1x, Average mAP, circular accuracy)."""
-    import json
-
-    from needleforge.evaluate import score_files
-
-    report = score_files(questions, predictions)
-    console.print(report.to_markdown(), markup=False, highlight=False)
-    if out is not None:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(json.dumps(report.to_dict(), indent=2, sort_keys=True) + "\n")
-        console.print(f"scores written to {out}")
-
-
-@app.command()
-@_user_errors
-def evaluate(
-    release_dir: Annotated[Path, typer.Option("--release", help="A release folder.",
-                                              file_okay=False)],
-    model: Annotated[str, typer.Option("--model", help="random | embedded | openai_http | "
-                                       "hf, or a blind baseline: position_prior | "
-                                       "length_prior | text_only | option_prior | "
-                                       "letter_prior")],
-    out: Annotated[Path | None, typer.Option("--out", help="Predictions JSONL (default: "
-                                             "<release>/predictions/<model>.jsonl).",
-                                             dir_okay=False)] = None,
-    max_frames: Annotated[int, typer.Option("--max-frames", min=1)] = 64,
-    option: Annotated[list[str] | None, typer.Option(
-        "--option", help="KEY=VALUE for the model (base_url, model, model_dir, style, seed)")]
-    = None,
-    questions: Annotated[Path | None, typer.Option(
-        "--questions", help="Questions file (default: <release>/questions.jsonl).",
-        dir_okay=False)] = None,
-) -> None:
-    """Answer a release's questions with a model (resumable); then `needleforge score`."""
-    from needleforge.errors import EvaluationError
-
-    pairs = [o.split("=", 1) for o in option or []]
-    if any(len(p) != 2 for p in pairs):
-        raise EvaluationError(f"--option values must be KEY=VALUE, got {option}")
-    target = out or release_dir / "predictions" / f"{model}.jsonl"
-    written = answer_release(model, {key: value for key, value in pairs},
-                             questions=questions or release_dir / "questions.jsonl",
-                             release_dir=release_dir, out=target, max_frames=max_frames)
-    console.print(f"predictions of {model} in {written}")
-
-
-@app.command()
-@_user_errors
-def leaderboard(
-    scores: Annotated[Path, typer.Option("--scores", help="Folder of score JSON files "
-                                         "(needleforge score --out).", file_okay=False)],
-    out: Annotated[Path | None, typer.Option("--out", help="Write leaderboard.md/.html/.png "
-                                             "here.", file_okay=False)] = None,
-) -> None:
-    """Rank the scored models (terminal, Markdown, HTML, and a plot against montage length)."""
-    from needleforge.evaluate import leaderboard as build_leaderboard
-
-    board = build_leaderboard(scores)
-    console.print(board.to_text(), markup=False, highlight=False)
-    if out is not None:
-        out.mkdir(parents=True, exist_ok=True)
-        (out / "leaderboard.md").write_text(board.to_markdown())
-        (out / "leaderboard.html").write_text(board.to_html())
-        board.plot(out / "leaderboard.png")
-        console.print(f"leaderboard written to {out}")
+app.command()(evaluate)
+app.command()(score)
+app.command()(leaderboard)
 
 
 @app.command()

@@ -6,6 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from needleforge.errors import EvaluationError
+
 
 @pytest.mark.slow
 @pytest.mark.usefixtures("prefect_harness")
@@ -22,8 +24,11 @@ def test_evaluate_flow_scores_the_baselines(tmp_path: Path) -> None:
     before = sorted(p.name for p in release.rglob("*"))
     out = tmp_path / "eval"
     board = evaluate_flow(release, out=out)
-    assert "embedded" in board and "random" in board
+    assert "embedded" in board and "random" in board and "position_prior" in board
     assert (out / "scores" / "embedded.json").is_file()
     assert (out / "predictions" / "random.jsonl").is_file()
     assert (out / "scores" / "leaderboard.png").is_file()
     assert sorted(p.name for p in release.rglob("*")) == before  # the release is left alone
+    with pytest.raises(EvaluationError, match="unknown model 'gpt-9'"):
+        evaluate_flow(release, models=("random", "gpt-9"), out=tmp_path / "typo")
+    assert not (tmp_path / "typo").exists()  # refused before the first model ran

@@ -26,7 +26,6 @@ from typing import Any
 import pytest
 import yaml
 
-from needleforge.config import QualityParams
 from needleforge.release import load_release
 from tests.flows.journey_support import (
     MAIN,
@@ -57,9 +56,6 @@ def tiny_params() -> dict[str, object]:
     params["expand"].update(short_multi={"object": 1, "scene": 1},
                             medium={"single": none, "multi": none},
                             long={"single": none, "multi": none})
-    if "blind_margin" in QualityParams.model_fields:
-        # ~7 questions are too few for the bias audit's blind baselines to mean anything
-        params["quality"]["blind_margin"] = 1.0
     return params
 
 
