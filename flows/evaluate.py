@@ -3,11 +3,14 @@
 Each model runs as its own task (answers are resumable, so a retried task continues where it
 stopped); scoring and the leaderboard read the files the tasks wrote. Everything is written
 under ``out`` (default: the release folder): ``predictions/``, ``scores/``, ``leaderboard.*``.
-The CPU baselines sample at most ``max_frames`` = 16 frames a video by default: the embedded
-baseline's cost is one detector run per distinct frame, and 16 keeps a demo release of 174
-questions around a minute on 2 cores while scoring far above random (``benchmarks/evaluate.py``).
+Models see at most ``evaluate.max_frames`` frames a video, read from the params file as
+``needleforge evaluate`` reads it (64 by default; the sample ``params.yaml`` sets 16: the
+embedded baseline's cost is one detector run per distinct frame, and 16 keeps a demo release
+of 174 questions around a minute on 2 cores while scoring far above random,
+``benchmarks/evaluate.py``); ``max_frames`` / ``--max-frames`` overrides it.
 By default it runs the CPU baselines and the blind ones (``BASELINE_NAMES``), as ``make demo``
-does. Run: ``python -m flows.evaluate releases/sample --model random --model embedded --out DIR``.
+does. Run: ``python -m flows.evaluate releases/sample --params params.yaml [--model random
+--model embedded] [--out DIR]``.
 """
 
 from __future__ import annotations
@@ -18,11 +21,9 @@ from pathlib import Path
 
 from prefect import flow, task
 
+from needleforge.config import PARAMS_HELP, resolve_params
 from needleforge.evaluate import leaderboard, score_files
 from needleforge.evaluate.models import BASELINE_NAMES, answer_release, check_models, model_options
-
-#: Frames per video the baselines see by default (see the module docstring).
-BASELINE_MAX_FRAMES = 16
 
 
 @task(name="answer", retries=1)
@@ -44,10 +45,14 @@ def score_task(release: Path, predictions: Path, out: Path) -> Path:
 
 @flow(name="evaluate", log_prints=True)
 def evaluate_flow(release: Path, models: tuple[str, ...] = BASELINE_NAMES,
-                  max_frames: int = BASELINE_MAX_FRAMES, out: Path | None = None,
-                  options: dict[str, str] | None = None) -> str:
+                  max_frames: int | None = None, out: Path | None = None,
+                  options: dict[str, str] | None = None,
+                  params_path: Path | None = None) -> str:
     """Score ``models`` (any name ``needleforge evaluate`` knows, with its ``options``) on
-    ``release`` into ``out``; returns the leaderboard as Markdown."""
+    ``release`` into ``out``; returns the leaderboard as Markdown. ``max_frames`` None takes
+    ``evaluate.max_frames`` of ``params_path`` (built-in defaults when None)."""
+    frames = resolve_params(params_path).evaluate.max_frames  # a bad file fails either way
+    max_frames = frames if max_frames is None else max_frames
     out = release if out is None else out
     options = options or {}
     check_models(models, options)  # a typo fails the run before any model's minutes
@@ -65,11 +70,13 @@ def main() -> None:
     parser.add_argument("release", type=Path)
     parser.add_argument("--model", action="append", dest="models",
                         help=f"repeatable (default: {' '.join(BASELINE_NAMES)})")
-    parser.add_argument("--max-frames", type=int, default=BASELINE_MAX_FRAMES)
+    parser.add_argument("--max-frames", type=int, default=None,
+                        help="frames per video (default: evaluate.max_frames of --params)")
     parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument("--params", type=Path, default=None, help=PARAMS_HELP)
     args = parser.parse_args()
     evaluate_flow(args.release, tuple(args.models or BASELINE_NAMES), args.max_frames,
-                  args.out)
+                  args.out, params_path=args.params)
 
 
 if __name__ == "__main__":

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from prefect import flow, task
 
-from needleforge.config import Params, load_params
+from needleforge.config import PARAMS_HELP, Params, resolve_params
 from needleforge.pipeline import expand_store, render_store
 
 
@@ -31,7 +31,7 @@ def render_task(db: Path, out: Path, params: Params) -> int:
 def expand_flow(db: Path, render: Path | None = None,
                 params_path: Path | None = None) -> dict[str, int]:
     """Expand ``db``'s verified short questions, then render every montage when asked."""
-    params = load_params(params_path)
+    params = resolve_params(params_path)
     counts = expand_task(db, params)
     if render is not None:
         counts["rendered"] = render_task(db, render, params)
@@ -43,7 +43,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--db", type=Path, default=Path("data/needleforge.duckdb"))
     parser.add_argument("--render", type=Path, default=None)
-    parser.add_argument("--params", type=Path, default=None)
+    parser.add_argument("--params", type=Path, default=None, help=PARAMS_HELP)
     args = parser.parse_args()
     expand_flow(args.db, args.render, args.params)
 

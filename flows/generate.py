@@ -24,7 +24,7 @@ from prefect import flow, task
 from prefect.task_runners import ThreadPoolTaskRunner
 
 from needleforge.backends import default_registry
-from needleforge.config import NemoParams, Params, RunnerParams, load_params
+from needleforge.config import PARAMS_HELP, NemoParams, Params, RunnerParams, resolve_params
 from needleforge.nemo import scan_scenes
 from needleforge.pipeline import GenerateOutcome, ScanJob, generate_store, record_scans, scan_jobs
 from needleforge.records import SceneScan
@@ -50,7 +50,7 @@ _RUNNER: ThreadPoolTaskRunner[Any] = ThreadPoolTaskRunner(max_workers=2)
 def generate_flow(db: Path, params_path: Path | None = None) -> dict[str, int]:
     """Scan negatives per video, then generate short NeMo montages and questions into
     ``db``; returns counts."""
-    params = load_params(params_path)
+    params = resolve_params(params_path)
     jobs = scan_jobs(db=db, params=params)
     futures = [scan_task.submit(job, params.nemo) for job in jobs]
     scanned = sum(record_scans(db=db, scans=future.result()) for future in futures)
@@ -72,18 +72,18 @@ def run_generate(db: Path, params_path: Path | None = None, *,
     Raises:
         ConfigError: the runner's package is missing or its cluster address is unreachable.
     """
-    settings = runner or load_params(params_path).runner
+    settings = runner or resolve_params(params_path).runner
     return with_runner(generate_flow, settings)(db, params_path)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--db", type=Path, default=Path("data/needleforge.duckdb"))
-    parser.add_argument("--params", type=Path, default=None)
+    parser.add_argument("--params", type=Path, default=None, help=PARAMS_HELP)
     add_runner_arguments(parser)
     args = parser.parse_args()
-    run_generate(args.db, args.params, runner=runner_from_args(load_params(args.params).runner,
-                                                               args))
+    runner = runner_from_args(resolve_params(args.params).runner, args)
+    run_generate(args.db, args.params, runner=runner)
 
 
 if __name__ == "__main__":

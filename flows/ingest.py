@@ -15,7 +15,7 @@ from typing import Any
 
 from prefect import flow, task
 
-from needleforge.config import load_params
+from needleforge.config import PARAMS_HELP, resolve_params
 from needleforge.failures import from_rejection
 from needleforge.ingest import Accepted, RowJob, finish_ingest, plan_ingest, process_row
 from needleforge.ingest.files import LinkMode
@@ -38,7 +38,7 @@ def ingest_flow(
     """Ingest ``manifest`` into ``db``; returns counts of accepted, refused and new rows, and
     each refused row as a failure (:class:`~needleforge.failures.StageFailure` dicts; ``new``
     is False for a refusal the store held already)."""
-    params = load_params(params_path).ingest
+    params = resolve_params(params_path).ingest
     media = media_dir if media_dir is not None else db.parent / "media"
     planned = plan_ingest(manifest, params=params)
     futures = [
@@ -66,10 +66,10 @@ def main() -> None:
     parser.add_argument("manifest", type=Path)
     parser.add_argument("--db", type=Path, default=Path("data/needleforge.duckdb"))
     parser.add_argument("--media-dir", type=Path, default=None)
-    parser.add_argument("--params", type=Path, default=None)
+    parser.add_argument("--params", type=Path, default=None, help=PARAMS_HELP)
     add_runner_arguments(parser)
     args = parser.parse_args()
-    runner = runner_from_args(load_params(args.params).runner, args)
+    runner = runner_from_args(resolve_params(args.params).runner, args)
     with_runner(ingest_flow, runner)(args.manifest, args.db, args.media_dir, args.params)
 
 

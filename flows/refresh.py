@@ -29,6 +29,7 @@ from flows.ingest import ingest_flow
 from flows.render import render_flow
 from flows.represent import represent_flow
 from needleforge import artifacts, pipeline
+from needleforge.config import PARAMS_HELP
 from needleforge.failures import StageFailure
 from needleforge.quality import QualityError
 from needleforge.refresh import (
@@ -133,7 +134,7 @@ def main() -> None:
     parser.add_argument("--db", type=Path, default=Path("data/needleforge.duckdb"))
     parser.add_argument("--releases", type=Path, default=Path("releases"))
     parser.add_argument("--name", default=None)
-    parser.add_argument("--params", type=Path, default=None)
+    parser.add_argument("--params", type=Path, default=None, help=PARAMS_HELP)
     parser.add_argument("--previous", type=Path, default=None)
     parser.add_argument("--publish-repo", type=Path, default=None)
     parser.add_argument("--remote", default=None)

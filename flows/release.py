@@ -19,7 +19,7 @@ from typing import Any
 from prefect import flow
 
 from needleforge import artifacts, pipeline
-from needleforge.config import load_params
+from needleforge.config import PARAMS_HELP, resolve_params
 
 
 @flow(name="release", log_prints=True)
@@ -34,7 +34,7 @@ def release_flow(
         ReleaseError / QualityError: as :func:`needleforge.pipeline.release_store` (a failed
             gate leaves no release, and any older one of that name intact).
     """
-    params = load_params(params_path)
+    params = resolve_params(params_path)
     prev = previous or pipeline.previous_release(out, name=name)
     report = pipeline.release_store(
         db=db, name=name, out_root=out, render_dir=render_dir, params=params, previous=prev,
@@ -59,7 +59,7 @@ def main() -> None:
     parser.add_argument("--vnbench", type=Path, default=None)
     parser.add_argument("--previous", type=Path, default=None)
     parser.add_argument("--overwrite", action="store_true")
-    parser.add_argument("--params", type=Path, default=None)
+    parser.add_argument("--params", type=Path, default=None, help=PARAMS_HELP)
     args = parser.parse_args()
     release_flow(args.name, args.db, args.out, args.render, args.vnbench, args.previous,
                  args.overwrite, args.params)

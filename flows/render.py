@@ -22,7 +22,7 @@ from typing import Any, TypeVar
 from prefect import flow, task
 from prefect.task_runners import ThreadPoolTaskRunner
 
-from needleforge.config import Params, RenderParams, RunnerParams, load_params
+from needleforge.config import PARAMS_HELP, Params, RenderParams, RunnerParams, resolve_params
 from needleforge.media.cache import ClipResult, ClipSpec, SceneClipCache
 from needleforge.records import Montage, Scene, Video
 
@@ -77,7 +77,7 @@ def render_flow(db: Path, out: Path, cache_dir: Path | None = None,
             (checked for every montage before anything is encoded), a source is missing, or
             ffmpeg fails (the montages finished before stay, and a rerun skips them).
     """
-    profile = load_params(params_path).render
+    profile = resolve_params(params_path).render
     cache = cache_dir or out / ".cache"
     with Store(db, read_only=True) as store:
         montages = store.montages()
@@ -130,7 +130,7 @@ def run_render(db: Path, out: Path, cache_dir: Path | None = None,
         ConfigError: the runner's package is missing or its cluster address is unreachable.
         See :func:`render_flow` for the rest.
     """
-    settings = runner or load_params(params_path).runner
+    settings = runner or resolve_params(params_path).runner
     return with_runner(render_flow, settings)(db, out, cache_dir, params_path,
                                               settings.workers)
 
@@ -141,10 +141,10 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=Path("data/render"))
     parser.add_argument("--cache", type=Path, default=None,
                         help="scene-clip cache (default: OUT/.cache)")
-    parser.add_argument("--params", type=Path, default=None)
+    parser.add_argument("--params", type=Path, default=None, help=PARAMS_HELP)
     add_runner_arguments(parser)
     args = parser.parse_args()
-    params: Params = load_params(args.params)
+    params: Params = resolve_params(args.params)
     run_render(args.db, args.out, args.cache, args.params,
                runner=runner_from_args(params.runner, args))
 

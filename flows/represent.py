@@ -20,7 +20,7 @@ from prefect import flow, task
 from prefect.task_runners import ThreadPoolTaskRunner
 
 from needleforge.backends import default_registry
-from needleforge.config import ObjectParams, Params, RunnerParams, load_params
+from needleforge.config import PARAMS_HELP, ObjectParams, Params, RunnerParams, resolve_params
 from needleforge.failures import from_represent
 from needleforge.records import Representation
 from needleforge.represent import (
@@ -71,7 +71,7 @@ def represent_flow(
     """Represent the videos of ``db`` that are not yet current; returns counts, and each
     video that failed as a failure (:class:`~needleforge.failures.StageFailure` dicts) and
     by id (``failed_videos``)."""
-    params = load_params(params_path)
+    params = resolve_params(params_path)
     models = None if step == "scenes" else load_models(params.objects,
                                                        registry=default_registry())
     wanted = config_hash(params.scenes, params.objects if models else None, models)
@@ -109,19 +109,19 @@ def run_represent(
     Raises:
         ConfigError: the runner's package is missing or its cluster address is unreachable.
     """
-    settings = runner or load_params(params_path).runner
+    settings = runner or resolve_params(params_path).runner
     return with_runner(represent_flow, settings)(db, params_path, step)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--db", type=Path, default=Path("data/needleforge.duckdb"))
-    parser.add_argument("--params", type=Path, default=None)
+    parser.add_argument("--params", type=Path, default=None, help=PARAMS_HELP)
     parser.add_argument("--step", choices=["scenes", "objects", "all"], default="all")
     add_runner_arguments(parser)
     args = parser.parse_args()
     run_represent(args.db, args.params, args.step,
-                  runner=runner_from_args(load_params(args.params).runner, args))
+                  runner=runner_from_args(resolve_params(args.params).runner, args))
 
 
 if __name__ == "__main__":

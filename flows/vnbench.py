@@ -10,7 +10,7 @@ from pathlib import Path
 
 from prefect import flow, task
 
-from needleforge.config import Params, load_params
+from needleforge.config import PARAMS_HELP, Params, resolve_params
 from needleforge.pipeline import vnbench_store
 
 
@@ -24,7 +24,7 @@ def vnbench_task(db: Path, out: Path, params: Params) -> dict[str, int]:
 @flow(name="vnbench", log_prints=True)
 def vnbench_flow(db: Path, out: Path, params_path: Path | None = None) -> dict[str, int]:
     """Build, render and export VNBench samples into ``out``; returns counts."""
-    counts = vnbench_task(db, out, load_params(params_path))
+    counts = vnbench_task(db, out, resolve_params(params_path))
     print(f"vnbench {counts}")
     return counts
 
@@ -33,7 +33,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--db", type=Path, default=Path("data/needleforge.duckdb"))
     parser.add_argument("--out", type=Path, default=Path("data/vnbench"))
-    parser.add_argument("--params", type=Path, default=None)
+    parser.add_argument("--params", type=Path, default=None, help=PARAMS_HELP)
     args = parser.parse_args()
     vnbench_flow(args.db, args.out, args.params)
 

@@ -19,7 +19,7 @@ from needleforge import __version__
 from needleforge.cli_evaluate import evaluate, leaderboard, score
 from needleforge.cli_release import publish, pull
 from needleforge.cli_support import counts_table, rejection_table
-from needleforge.config import Params, load_params
+from needleforge.config import PARAMS_HELP, Params, resolve_params
 from needleforge.errors import NeedleforgeError
 
 app = typer.Typer(
@@ -37,11 +37,7 @@ R = TypeVar("R")
 
 DEFAULT_DB = Path("data/needleforge.duckdb")
 ParamsOption = Annotated[
-    Path | None,
-    typer.Option("--params", help="params.yaml to read (default: ./params.yaml when "
-                 "present, else the built-in defaults).",
-                 dir_okay=False),
-]
+    Path | None, typer.Option("--params", help=PARAMS_HELP, dir_okay=False)]
 DbOption = Annotated[Path, typer.Option("--db", help="DuckDB store.", dir_okay=False)]
 
 
@@ -60,9 +56,8 @@ def _user_errors(func: Callable[P, R]) -> Callable[P, R]:
 
 
 def _params(path: Path | None) -> Params:
-    if path is None and Path("params.yaml").is_file():
-        path = Path("params.yaml")
-    return load_params(path)
+    """``--params`` read by the one rule of :func:`~needleforge.config.resolve_params`."""
+    return resolve_params(path)
 
 
 @app.command()

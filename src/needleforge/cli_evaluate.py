@@ -16,6 +16,7 @@ import typer
 from rich.console import Console
 
 from needleforge.cli_support import user_errors
+from needleforge.config import PARAMS_HELP, resolve_params
 from needleforge.errors import EvaluationError
 
 console = Console()
@@ -34,17 +35,23 @@ def evaluate(
     out_dir: Annotated[Path | None, typer.Option(
         "--out-dir", help="Folder for <model>.jsonl (default: <release>/predictions).",
         file_okay=False)] = None,
-    max_frames: Annotated[int, typer.Option("--max-frames", min=1)] = 64,
+    max_frames: Annotated[int | None, typer.Option(
+        "--max-frames", min=1, help="Frames per video the models see (default: "
+        "evaluate.max_frames of --params).")] = None,
     option: Annotated[list[str] | None, typer.Option(
         "--option", help="KEY=VALUE for the models (base_url, model, model_dir, style, seed)")]
     = None,
     questions: Annotated[Path | None, typer.Option(
         "--questions", help="Questions file (default: <release>/questions.jsonl).",
         dir_okay=False)] = None,
+    params_path: Annotated[Path | None, typer.Option(
+        "--params", help=PARAMS_HELP, dir_okay=False)] = None,
 ) -> None:
     """Answer a release's questions with one or more models (resumable); then `score`."""
     from needleforge.evaluate.models import answer_models, answer_release, parse_options
 
+    frames = resolve_params(params_path).evaluate.max_frames  # a bad file fails either way
+    max_frames = frames if max_frames is None else max_frames
     options = parse_options(option)
     questions = questions or release_dir / "questions.jsonl"
     if out is not None:

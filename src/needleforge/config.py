@@ -1,11 +1,15 @@
-"""Typed parameters: one pydantic model per ``params.yaml`` section.
+"""Typed parameters: one pydantic model per ``params.yaml`` section, and their defaults.
 
-Every model forbids unknown keys, so a typo (``sed:`` for ``seed:``) fails loudly with the key
-named instead of silently using a default. Paths are not parameters: each stage's inputs and
-outputs come from its command line, as DVC stages declare them.
+These models are the one owner of every default: ``params.yaml`` (the sample recipe that
+``make demo`` runs) holds only its deliberate differences from them, and a run given no params
+file uses them as they are (:func:`resolve_params`). Every model forbids unknown keys, so a
+typo (``sed:`` for ``seed:``) fails loudly with the key named instead of silently using a
+default. Paths are not parameters: each stage's inputs and outputs come from its command line,
+as DVC stages declare them.
 Its only imports inside the package are leaves: errors, the section base, the expand
-section (:mod:`needleforge.expand_params`) and the objects section
-(:mod:`needleforge.object_params`).
+section (:mod:`needleforge.expand_params`), the objects section
+(:mod:`needleforge.object_params`) and the evaluate section
+(:mod:`needleforge.evaluate_params`).
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ import yaml
 from pydantic import Field, ValidationError, model_validator
 
 from needleforge.errors import ConfigError
+from needleforge.evaluate_params import EvaluateParams as EvaluateParams
 from needleforge.expand_params import BucketCaps as BucketCaps
 from needleforge.expand_params import CellCaps as CellCaps
 from needleforge.expand_params import ExpandParams as ExpandParams
@@ -418,10 +423,11 @@ class Params(_Section):
     release: ReleaseParams = Field(default_factory=ReleaseParams)
     vnbench: VNBenchParams = Field(default_factory=VNBenchParams)
     runner: RunnerParams = Field(default_factory=RunnerParams)
+    evaluate: EvaluateParams = Field(default_factory=EvaluateParams)
 
 
 class ParamsError(ConfigError):
-    """Raised by :func:`load_params`; the message names the file and each bad key."""
+    """Raised by :func:`resolve_params`; the message names the file and each bad key."""
 
 
 def _describe(err: ValidationError, source: str) -> str:
@@ -447,11 +453,26 @@ def parse_params(data: Any, *, source: str = "params") -> Params:
         raise ParamsError(_describe(err, source)) from None
 
 
-def load_params(path: Path | None) -> Params:
-    """Read ``params.yaml`` (or defaults when ``path`` is None).
+#: How a command line describes ``--params`` (the CLI and every flow), per :func:`resolve_params`.
+PARAMS_HELP = ("Params file to read, e.g. params.yaml, the sample recipe make demo runs "
+               "(default: none, the built-in defaults of needleforge.config).")
 
-    Raises :class:`ParamsError` when the file is missing, not UTF-8, not YAML, or has unknown
-    or invalid keys.
+
+def resolve_params(path: Path | None) -> Params:
+    """The parameters of a run: the file at ``path``, or the built-in defaults when None.
+
+    The one rule for "no params file given", used by every CLI command (``--params``
+    omitted) and every flow (``params_path=None``), so the same call does the same thing from
+    either. The rule is the built-in defaults, never a ``./params.yaml`` found in the working
+    directory: what a run does then depends on its arguments alone, not on where it was
+    started (a Prefect worker, a test, a shell in another folder), and the defaults have one
+    owner, the models above. ``params.yaml`` is the sample recipe, holding only its
+    differences from these defaults; ``dvc repro`` (``make demo``), the refresh deployment
+    (``prefect.yaml``) and the documented flow commands name it with ``--params params.yaml``.
+
+    Raises:
+        ParamsError: the file is missing, not UTF-8, not YAML, or has unknown or invalid
+            keys; the message names the file and each bad key.
     """
     if path is None:
         return Params()
@@ -466,3 +487,8 @@ def load_params(path: Path | None) -> Params:
     except yaml.YAMLError as err:
         raise ParamsError(f"{path}: not valid YAML: {err}") from None
     return parse_params(data, source=str(path))
+
+
+def load_params(path: Path | None) -> Params:
+    """The same as :func:`resolve_params` (one rule), under the name older callers use."""
+    return resolve_params(path)

@@ -11,6 +11,7 @@ from typing import Annotated
 from pydantic import Field, model_validator
 
 from needleforge.params_base import Section as _Section
+from needleforge.records.questions import LONG_MIN_S, SHORT_MAX_S
 
 
 class CellCaps(_Section):
@@ -43,10 +44,10 @@ class ExpandParams(_Section):
     """
 
     seed: int = 0
-    medium_min_s: Annotated[float, Field(ge=150, le=900)] = 150.0
-    medium_max_s: Annotated[float, Field(ge=150, le=900)] = 900.0
-    long_min_s: Annotated[float, Field(gt=900)] = 930.0
-    long_max_s: Annotated[float, Field(gt=900)] = 1800.0
+    medium_min_s: Annotated[float, Field(ge=SHORT_MAX_S, le=LONG_MIN_S)] = SHORT_MAX_S
+    medium_max_s: Annotated[float, Field(ge=SHORT_MAX_S, le=LONG_MIN_S)] = LONG_MIN_S
+    long_min_s: Annotated[float, Field(gt=LONG_MIN_S)] = 930.0
+    long_max_s: Annotated[float, Field(gt=LONG_MIN_S)] = 1800.0
     medium_targets: Annotated[int, Field(ge=1, le=64)] = 1
     long_targets: Annotated[int, Field(ge=1, le=64)] = 8
     short_multi: CellCaps = Field(default_factory=CellCaps)

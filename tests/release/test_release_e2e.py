@@ -156,7 +156,7 @@ def test_another_nemo_seed_changes_plans_not_the_tables_above_them(repo: Path) -
     """Runs last: it leaves the repo at nemo.seed = 1."""
     before = _tables(repo / "data/db/nemo.duckdb")
     params = yaml.safe_load((repo / "params.yaml").read_text())
-    params["nemo"]["seed"] = params["nemo"]["seed"] + 1
+    params["nemo"]["seed"] = params["nemo"].get("seed", 0) + 1
     (repo / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
     proc = sh(sys.executable, "-m", "dvc", "repro", "nemo", cwd=repo)
     assert "Running stage 'nemo'" in proc.stdout

@@ -23,8 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from needleforge.errors import EvaluationError
+from needleforge.records.questions import BUCKETS
 
-BUCKETS = ("short", "medium", "long")
 COLUMNS = ("model", "R@1x 0.7", "R@1x 0.5", "avg mAP", "VNBench overall")
 
 

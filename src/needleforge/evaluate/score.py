@@ -27,6 +27,7 @@ import dataclasses
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import get_args
 
 import numpy as np
 import numpy.typing as npt
@@ -59,12 +60,13 @@ from needleforge.evaluate.report import (
     ScoreReport,
     VNBenchSummary,
 )
+from needleforge.records.questions import BUCKETS, VNBenchGroup
 
 Sample = tuple[ChoiceQuestion, ...]
 Mask = npt.NDArray[np.bool_]
 #: Natural orders of breakdown values; other values follow, alphabetically.
-_VALUE_ORDER = {"short": 0, "medium": 1, "long": 2, "single": 0, "multi": 1, "retrieval": 0,
-                "ordering": 1, "counting": 2}
+_VALUE_ORDER = {**{b: i for i, b in enumerate(BUCKETS)}, "single": 0, "multi": 1,
+                **{g: i for i, g in enumerate(get_args(VNBenchGroup))}}
 _SAME_ACROSS_TRIES = ("family", "task", "bucket", "needle_type", "n_needles", "answer_text")
 _SHOWN_IDS = 5
 

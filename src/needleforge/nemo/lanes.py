@@ -21,6 +21,7 @@ from needleforge.config import CellCaps, ExpandParams
 from needleforge.nemo.grow import Lane, PlanContext, compatible
 from needleforge.nemo.sources import Source
 from needleforge.records import NeedleType
+from needleforge.records.questions import SHORT_MAX_S
 
 #: Plans a group in a lane; returns (needle type, verdict passed) of every question made
 #: (empty when the group was skipped).
@@ -34,7 +35,7 @@ def lanes_for(params: ExpandParams) -> tuple[Lane, ...]:
     medium = (params.medium_min_s, params.medium_max_s, params.medium_targets)
     long_ = (params.long_min_s, params.long_max_s, params.long_targets)
     return (
-        Lane("short", "multi", 0.0, 150.0, 1),
+        Lane("short", "multi", 0.0, SHORT_MAX_S, 1),
         Lane("medium", "single", *medium), Lane("medium", "multi", *medium),
         Lane("long", "single", *long_), Lane("long", "multi", *long_),
     )

@@ -22,12 +22,11 @@ from collections.abc import Iterable
 from typing import Any, Literal, TypeAlias
 
 from needleforge.records import Bucket, Montage, NeedleType, Question
+from needleforge.records.questions import BUCKET_LABELS as _LABELS
+from needleforge.records.questions import BUCKETS as _BUCKETS
 
 Needles: TypeAlias = Literal["single", "multi"]
-_BUCKETS: tuple[Bucket, ...] = ("short", "medium", "long")
 _NEEDLES: tuple[Needles, ...] = ("single", "multi")
-_LABELS = {"short": "Short (< 2.5 min)", "medium": "Medium (2.5–15 min)",
-           "long": "Long (> 15 min)"}
 
 
 def answer_spans(montage: Montage, question: Question) -> list[tuple[float, float]]:

@@ -72,6 +72,7 @@ from needleforge.evaluate.records import (
     question_from_json,
     vnbench_group,
 )
+from needleforge.records.questions import LETTERS
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -93,7 +94,6 @@ SCOPES: Mapping[str, tuple[Kind, ...]] = {
 METRICS: Mapping[Kind, str] = {"grounding": f"R@1x tIoU {AUDIT_TIOU:g}",
                                "choice": "accuracy per try"}
 _AT_ZERO_S = 0.05
-_LETTERS = "ABCD"
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -281,14 +281,14 @@ def _options(choice: Sequence[ChoiceQuestion]) -> tuple[dict[str, dict[str, int]
         if group == "counting" and all(n.isdigit() for n in numbers):
             ranks[q.task][sorted(numbers, key=int).index(q.answer_text.strip())] += 1
     return ({t: dict(c) for t, c in texts.items()},
-            {t: tuple(c[i] for i in range(len(_LETTERS))) for t, c in ranks.items()})
+            {t: tuple(c[i] for i in range(len(LETTERS))) for t, c in ranks.items()})
 
 
 def _letters(choice: Sequence[ChoiceQuestion]) -> dict[int, tuple[int, ...]]:
     per_try: dict[int, Counter[int]] = defaultdict(Counter)
     for q in choice:
         per_try[q.try_index][q.answer_index] += 1
-    return {t: tuple(c[i] for i in range(len(_LETTERS))) for t, c in per_try.items()}
+    return {t: tuple(c[i] for i in range(len(LETTERS))) for t, c in per_try.items()}
 
 
 Outcomes: TypeAlias = tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]

@@ -3,7 +3,9 @@
 The records are read leniently on purpose: a malformed record must become a failing
 expectation that names it, not an exception that hides every other problem. So nothing here
 raises on bad data; a missing or mistyped field becomes a null (or a count of bad items) that
-an expectation then rejects.
+an expectation then rejects. The reading is the lenient mode of the release question format
+(:func:`needleforge.records.questions.read_lenient`: same kinds, column types and span rule as
+the scorer's strict parser); this module only turns what it read into facts.
 
 One row per record. Grounding rows (``answer_spans``) get span facts; multiple-choice rows
 (``options``) get option facts and facts about their *sample* (all tries sharing the
@@ -16,17 +18,15 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-import math
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from needleforge.records.questions import LETTERS, LenientQuestion, read_lenient
+
 if TYPE_CHECKING:
     import pandas as pd
-
-LETTERS = "ABCD"
-N_OPTIONS = 4
 
 #: Columns of the release DataFrame, in order.
 RELEASE_COLUMNS: tuple[str, ...] = (
@@ -44,17 +44,6 @@ SOURCE_COLUMNS: tuple[str, ...] = (
 )
 
 
-def _number(value: Any) -> float | None:
-    """A finite JSON number as float; None for anything else (bool included)."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    return float(value) if math.isfinite(value) else None
-
-
-def _int(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
 def _text(value: Any) -> str | None:
     return value if isinstance(value, str) else None
 
@@ -64,26 +53,17 @@ def _norm(option: Any) -> str:
     return option.strip().casefold() if isinstance(option, str) else repr(option)
 
 
-def _good_spans(spans: list[Any]) -> list[tuple[float, float]]:
-    good = []
-    for span in spans:
-        if isinstance(span, list | tuple) and len(span) == 2:
-            start, end = _number(span[0]), _number(span[1])
-            if start is not None and end is not None and start <= end:
-                good.append((start, end))
-    return good
-
-
-def _grounding(record: Mapping[str, Any], *, duration: float | None) -> dict[str, Any]:
-    raw = record.get("answer_spans")
-    spans = raw if isinstance(raw, list) else []
-    good = _good_spans(spans)
+def _grounding(record: Mapping[str, Any], read: LenientQuestion) -> dict[str, Any]:
+    raw = read.values.get("answer_spans")
+    spans = raw if raw is not None else []
+    good = read.good_spans.get("answer_spans", ())
+    duration = read.values.get("duration_s")
     task = str(record.get("task", "")) + str(record.get("needle_type", ""))
     multi = len(spans) >= 2 or "multi" in task.lower()
     return {
         "needles": "multi" if multi else "single",
         "n_spans": len(spans),
-        "n_bad_spans": len(spans) - len(good) if isinstance(raw, list) else 1,
+        "n_bad_spans": len(spans) - len(good) if raw is not None else 1,
         "span_start_min_s": min((s for s, _ in good), default=None),
         "span_overrun_s": (max(e for _, e in good) - duration
                            if good and duration is not None else None),
@@ -91,32 +71,32 @@ def _grounding(record: Mapping[str, Any], *, duration: float | None) -> dict[str
     }
 
 
-def _choice(record: Mapping[str, Any]) -> dict[str, Any]:
-    options = record.get("options")
-    options = options if isinstance(options, list) else []
-    answer = _int(record.get("answer_index"))
+def _choice(read: LenientQuestion) -> dict[str, Any]:
+    options = read.values.get("options") or []
+    answer = read.values.get("answer_index")
     right = _norm(options[answer]) if answer is not None and 0 <= answer < len(options) else None
+    letter = LETTERS[answer] if answer is not None and 0 <= answer < len(LETTERS) else None
     return {
         "n_options": len(options),
         "n_distinct_options": len({_norm(o) for o in options}),
         "n_correct_options": sum(_norm(o) == right for o in options) if right else 0,
         "answer_index": answer,
-        "try": _int(record.get("try")),
-        "answer_letter": LETTERS[answer] if answer is not None and 0 <= answer < 4 else None,
+        "try": read.values.get("try"),
+        "answer_letter": letter,
         "_answer_text": right,
-        **_needle_facts(record),
+        **_needle_facts(read),
     }
 
 
-def _needle_facts(record: Mapping[str, Any]) -> dict[str, Any]:
+def _needle_facts(read: LenientQuestion) -> dict[str, Any]:
     """VNBench needles: ``n_needles`` minus the spans listed, malformed spans, and how far the
     last ends past the video (none of it when the record lists no ``needle_spans``)."""
-    raw = record.get("needle_spans")
-    if not isinstance(raw, list):
+    raw = read.values.get("needle_spans")
+    if raw is None:
         return {}
-    good = _good_spans(raw)
-    n_needles = _int(record.get("n_needles"))
-    duration = _number(record.get("duration_s"))
+    good = read.good_spans.get("needle_spans", ())
+    n_needles = read.values.get("n_needles")
+    duration = read.values.get("duration_s")
     return {
         "needle_count_gap": None if n_needles is None else n_needles - len(raw),
         "n_bad_spans": len(raw) - len(good),
@@ -125,42 +105,34 @@ def _needle_facts(record: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def _context_facts(record: Mapping[str, Any], ctx: ReleaseContext | None) -> dict[str, Any]:
+def _context_facts(read: LenientQuestion, ctx: ReleaseContext | None) -> dict[str, Any]:
     """Facts that need the release folder or its sources (None when not checked)."""
     if ctx is None:
         return {}
     out: dict[str, Any] = {}
-    if ctx.root is not None and record.get("family") in ctx.video_families:
-        video = record.get("video")
-        out["video_ok"] = (isinstance(video, str) and not video.startswith("/")
+    if ctx.root is not None and read.values.get("family") in ctx.video_families:
+        video = read.values.get("video")
+        out["video_ok"] = (video is not None and not video.startswith("/")
                            and ".." not in video.split("/") and (ctx.root / video).is_file())
     if ctx.licensed is not None:
-        ids = record.get("source_video_ids")
-        ids = ids if isinstance(ids, list) and ids else [None]
+        ids = read.values.get("source_video_ids") or [None]
         out["n_unlicensed_sources"] = sum(1 for v in ids if v not in ctx.licensed)
     return out
 
 
 def _row(record: Any, ctx: ReleaseContext | None = None) -> dict[str, Any]:
-    if not isinstance(record, Mapping):
-        return {"kind": "not_an_object", "key": repr(record)[:60]}
-    duration = _number(record.get("duration_s"))
-    kind = ("grounding" if "answer_spans" in record else "choice" if "options" in record
-            else "unknown")
-    if "answer_spans" in record and "options" in record:
-        kind = "ambiguous"
-    row: dict[str, Any] = {
-        "question_id": _text(record.get("question_id")), "kind": kind,
-        "family": _text(record.get("family")), "task": _text(record.get("task")),
-        "bucket": _text(record.get("bucket")), "needle_type": _text(record.get("needle_type")),
-        "duration_s": duration, "n_needles": _int(record.get("n_needles")),
-    }
-    if kind == "grounding":
-        row.update(_grounding(record, duration=duration))
-    elif kind == "choice":
-        row.update(_choice(record))
-    row["key"] = f"{row['question_id']}#{row['try']}" if kind == "choice" else row["question_id"]
-    row.update(_context_facts(record, ctx))
+    read = read_lenient(record)
+    if read.kind == "not_an_object":
+        return {"kind": read.kind, "key": repr(record)[:60]}
+    row: dict[str, Any] = {"kind": read.kind, **{c: read.values.get(c) for c in (
+        "question_id", "family", "task", "bucket", "needle_type", "duration_s", "n_needles")}}
+    if read.kind == "grounding":
+        row.update(_grounding(record, read))
+    elif read.kind == "choice":
+        row.update(_choice(read))
+    key = f"{row['question_id']}#{row['try']}" if read.kind == "choice" else row["question_id"]
+    row["key"] = key
+    row.update(_context_facts(read, ctx))
     return row
 
 

@@ -53,11 +53,16 @@ from great_expectations.expectations.expectation import Expectation
 from great_expectations.expectations.row_conditions import Column, Condition
 
 from needleforge.config import QualityParams
+from needleforge.records.questions import (
+    BUCKETS,
+    FAMILIES,
+    LETTERS,
+    LONG_MIN_S,
+    N_OPTIONS,
+    N_TRIES,
+    SHORT_MAX_S,
+)
 
-#: NeMo montage buckets (seed 001, Sec. 3.1): short < 150 s ≤ medium ≤ 900 s < long.
-SHORT_MAX_S = 150.0
-LONG_MIN_S = 900.0
-BUCKETS = ("short", "medium", "long")
 _TARGET = Column("role") == "target"
 _GROUNDING = Column("kind") == "grounding"
 _CHOICE = Column("kind") == "choice"
@@ -298,17 +303,19 @@ def _release_choice() -> list[Expectation]:
                   value_set=[value], row_condition=_CHOICE)
 
     return [
-        exactly("n_options", 4, check="four_options",
-                why="a multiple-choice question has 4 options."),
-        exactly("n_distinct_options", 4, check="options_distinct",
-                why="the 4 options are distinct (case-insensitively)."),
+        exactly("n_options", N_OPTIONS, check="four_options",
+                why=f"a multiple-choice question has {N_OPTIONS} options."),
+        exactly("n_distinct_options", N_OPTIONS, check="options_distinct",
+                why=f"the {N_OPTIONS} options are distinct (case-insensitively)."),
         exactly("n_correct_options", 1, check="one_correct_option",
                 why="exactly one option equals the answer."),
-        exactly("sample_letters", "ABCD", check="letters_balanced",
-                why="over a sample's 4 rotations the answer sits under A, B, C and D once "
-                    "each (sorted letters = ABCD)."),
-        exactly("sample_tries", "0123", check="tries_complete",
-                why="a sample has tries 0, 1, 2 and 3, once each."),
+        exactly("sample_letters", LETTERS, check="letters_balanced",
+                why=f"over a sample's {N_TRIES} rotations the answer sits under "
+                    f"{', '.join(LETTERS[:-1])} and {LETTERS[-1]} once each (sorted letters = "
+                    f"{LETTERS})."),
+        exactly("sample_tries", "".join(map(str, range(N_TRIES))), check="tries_complete",
+                why=f"a sample has tries {', '.join(map(str, range(N_TRIES - 1)))} and "
+                    f"{N_TRIES - 1}, once each."),
         exactly("sample_answers", 1, check="rotations_share_answer",
                 why="the tries of a sample share one answer text."),
         _zero("needle_count_gap", check="needles_match_needle_spans", tol=0,
@@ -346,7 +353,7 @@ def release_suite(params: QualityParams) -> gx.ExpectationSuite:
            why="each record is grounding (answer_spans) or multiple choice (options), not "
                "both."),
         _x(ExpectColumnValuesToBeInSet, check="family_known", column="family",
-           value_set=["nemo", "vnbench"], why="family is nemo or vnbench."),
+           value_set=list(FAMILIES), why=f"family is {' or '.join(FAMILIES)}."),
         *_non_empty("question_id", check="question_id"),
         _x(ExpectColumnValuesToNotBeNull, check="duration_not_null", column="duration_s",
            why="every question has a finite duration_s."),

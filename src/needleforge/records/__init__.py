@@ -3,7 +3,10 @@
 Records point at each other by string id (``video_id``, ``scene_id``), check themselves in
 ``__post_init__`` (raising ``ValueError`` that names the field and the bad value) and change
 only by returning copies (:func:`dataclasses.replace`). Field names carry their units
-(``start_s``, ``duration_s``). This module is a leaf: it imports nothing from needleforge.
+(``start_s``, ``duration_s``). This package is a leaf: it imports nothing from needleforge
+but :mod:`needleforge.errors` (the release question row's error is the scorer's). The release
+question row and its constants (letters, buckets and their bounds) are
+:mod:`needleforge.records.questions`.
 """
 
 from needleforge.records.base import object_id_for, scene_id_for, video_id_for
@@ -15,7 +18,6 @@ from needleforge.records.media import (
     Video,
 )
 from needleforge.records.nemo import (
-    Bucket,
     Montage,
     NeedleType,
     Question,
@@ -24,8 +26,8 @@ from needleforge.records.nemo import (
     Segment,
     Sighting,
     Verification,
-    bucket_for,
 )
+from needleforge.records.questions import Bucket, bucket_for
 from needleforge.records.representation import (
     Box,
     Detection,

@@ -6,20 +6,12 @@ import dataclasses
 from typing import Literal, TypeAlias
 
 from needleforge.records.base import _check, _finite_nonneg, _Record
+from needleforge.records.questions import Bucket, bucket_for
 from needleforge.records.representation import Box
 
-#: Montage length buckets of NeMo (seed 001, Sec. 3.1): short < 150 s ≤ medium ≤ 900 s < long.
-Bucket: TypeAlias = Literal["short", "medium", "long"]
 NeedleType: TypeAlias = Literal["object", "scene"]
 Role: TypeAlias = Literal["target", "negative"]
 _TILE_EPS_S = 1e-6
-
-
-def bucket_for(duration_s: float) -> Bucket:
-    """The NeMo bucket of a montage duration (short < 150 s, medium 150–900 s, long > 900 s)."""
-    if duration_s < 150.0:
-        return "short"
-    return "medium" if duration_s <= 900.0 else "long"
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

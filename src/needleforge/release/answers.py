@@ -2,9 +2,10 @@
 
 A question ships when its verdicts passed (see :class:`~needleforge.config.ReleaseParams`);
 its answer is derived from its montage plan, never stored: the target segments that belong to
-it (:func:`answer_spans`). Records follow the scorer's format
-(:mod:`needleforge.evaluate.records`) and carry the plan ids as extra keys, which the scorer
-ignores; every record is checked by the scorer's own parser before it is written.
+it (:func:`answer_spans`). Records are release question rows
+(:mod:`needleforge.records.questions`, the format the scorer reads) carrying the plan ids as
+extra columns; a row checks itself when it is built, so a record that would not load in the
+scorer is never written.
 """
 
 from __future__ import annotations
@@ -14,9 +15,9 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from needleforge.errors import EvaluationError, ReleaseError
-from needleforge.evaluate.records import question_from_json
+from needleforge.errors import ReleaseError
 from needleforge.records import Montage, Question, Verification, Video
+from needleforge.records.questions import GroundingQuestion, QuestionRecordError
 
 #: Times in release files are rounded to the microsecond: plans add floats, and ``9.5`` reads
 #: better than ``9.499999999999998``. Rounding is monotonic, so spans stay inside the montage.
@@ -115,32 +116,27 @@ def question_record(
             message carries the scorer's reason).
     """
     spans = answer_spans(question, montage)
-    record: dict[str, Any] = {
-        "question_id": question.question_id,
-        "family": "nemo",
-        "task": f"{question.needle_type}_grounding",
-        "bucket": montage.bucket,
-        "needle_type": question.needle_type,
-        "n_needles": len(spans),
-        "question": question.text,
-        "video": video_path(montage.montage_id),
-        "duration_s": seconds(montage.duration_s),
-        "answer_spans": [[seconds(s), seconds(e)] for s, e in spans],
-        "montage_id": montage.montage_id,
-        "target_scene_id": question.target_scene_id,
-        "target_object_id": question.target_object_id,
-        "description": question.description,
-        "template_id": question.template_id,
-        "backend": question.backend,
-        "model_version": question.model_version,
-        "verified_by": [f"{v.verifier}/{v.model_version}" for v in verdicts],
-    }
     try:
-        question_from_json(record)
-    except EvaluationError as exc:
+        row = GroundingQuestion(
+            question_id=question.question_id, family="nemo",
+            task=f"{question.needle_type}_grounding", bucket=montage.bucket,
+            needle_type=question.needle_type, n_needles=len(spans), question=question.text,
+            video=video_path(montage.montage_id), duration_s=seconds(montage.duration_s),
+            answer_spans=tuple((seconds(s), seconds(e)) for s, e in spans),
+            extra={
+                "montage_id": montage.montage_id,
+                "target_scene_id": question.target_scene_id,
+                "target_object_id": question.target_object_id,
+                "description": question.description,
+                "template_id": question.template_id,
+                "backend": question.backend,
+                "model_version": question.model_version,
+                "verified_by": [f"{v.verifier}/{v.model_version}" for v in verdicts],
+            })
+        return row.to_dict()
+    except QuestionRecordError as exc:
         raise ReleaseError(f"question {question.question_id} would not load in the scorer: "
                            f"{exc}") from exc
-    return record
 
 
 def montage_record(

@@ -12,9 +12,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from needleforge.quality.bias import BaselineScore, BiasAudit
+from needleforge.records.questions import LETTERS
 from needleforge.release.markup import Block, Image, Paragraph, Section, Table
-
-_LETTERS = "ABCD"
 
 
 def write_bias_plots(root: Path, audit: BiasAudit) -> list[Image]:
@@ -111,7 +110,7 @@ def _letters(audit: BiasAudit) -> tuple[Block, ...]:
                  for t, counts in sorted(audit.letters.items()))
     p = "" if audit.letter_p is None else f" (try 0 against even letters: chi-square p = " \
         f"{audit.letter_p:.3g})"
-    return (Table(("Try", *_LETTERS), rows, caption=f"Right letter per try{p}"),)
+    return (Table(("Try", *LETTERS), rows, caption=f"Right letter per try{p}"),)
 
 
 def bias_section(audit: BiasAudit, *, images: Sequence[Image] = ()) -> Section:

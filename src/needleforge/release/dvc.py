@@ -22,9 +22,8 @@ import tempfile
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
-from needleforge.errors import EvaluationError, ReleaseError
-from needleforge.evaluate import load_questions
-from needleforge.evaluate.records import Question
+from needleforge.errors import ReleaseError
+from needleforge.records.questions import QuestionRecordError, ReleaseQuestion, parse_jsonl
 from needleforge.release.files import sha256_file
 from needleforge.release.index import INDEX_PATH, find, parse_index
 
@@ -89,7 +88,7 @@ class LoadedRelease:
     rev: str
     repo: str
     path: str
-    questions: tuple[Question, ...]
+    questions: tuple[ReleaseQuestion, ...]
     manifest: dict[str, Any]
 
     @property
@@ -243,8 +242,9 @@ def load_release(*, rev: str, repo: str | Path = ".", path: str | None = None
     """Read the questions and manifest of the release published at ``rev`` of ``repo``.
 
     The folder is found as :func:`pull` finds it (``path`` overrides the index). Questions
-    are parsed exactly as :func:`needleforge.evaluate.load_questions` parses a release file
-    on disk, so they can go straight to the scorer.
+    are read strictly by the release question format
+    (:func:`needleforge.records.questions.parse_jsonl`), whose classes are the scorer's
+    questions, so they can go straight to the scorer.
 
     Raises:
         ReleaseError: naming the rev, repo and path, when the release is not there (the
@@ -255,14 +255,11 @@ def load_release(*, rev: str, repo: str | Path = ".", path: str | None = None
     release = resolve_path(fs, rev=rev, repo=repo, path=path)
     text = _read_text(fs, rev, repo, release, "questions.jsonl")
     manifest_text = _read_text(fs, rev, repo, release, "manifest.json")
-    with tempfile.TemporaryDirectory(prefix="needleforge-load-") as tmp:
-        local = Path(tmp) / "questions.jsonl"
-        local.write_text(text, encoding="utf-8")
-        try:
-            questions = load_questions(local)
-        except EvaluationError as exc:
-            raise ReleaseError(f"bad questions.jsonl in {_where(rev, repo, release)}: {exc}") \
-                from exc
+    try:
+        questions = parse_jsonl(text, path="questions.jsonl")
+    except QuestionRecordError as exc:
+        raise ReleaseError(f"bad questions.jsonl in {_where(rev, repo, release)}: {exc}") \
+            from exc
     try:
         manifest = json.loads(manifest_text)
     except json.JSONDecodeError as exc:

@@ -19,25 +19,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from needleforge.errors import ReleaseError
+from needleforge.records.questions import QuestionRecordError, parquet_schema
 
 _CHUNK = 1 << 20
-
-#: Arrow types of the question columns, so a Parquet file of the same records always has the
-#: same schema, and Hugging Face ``datasets`` maps each to a plain feature (spans become
-#: ``Sequence(Sequence(float64))``). Columns absent from every record are not written.
-QUESTION_TYPES: Mapping[str, pa.DataType] = {
-    "question_id": pa.string(), "family": pa.string(), "task": pa.string(),
-    "bucket": pa.string(), "needle_type": pa.string(), "n_needles": pa.int64(),
-    "question": pa.string(), "video": pa.string(), "duration_s": pa.float64(),
-    "answer_spans": pa.list_(pa.list_(pa.float64())), "options": pa.list_(pa.string()),
-    "answer_index": pa.int64(), "try": pa.int64(),
-    "needle_time": pa.list_(pa.list_(pa.float64())),
-    "needle_spans": pa.list_(pa.list_(pa.float64())), "haystack": pa.string(),
-    "montage_id": pa.string(), "target_scene_id": pa.string(),
-    "target_object_id": pa.string(), "description": pa.string(), "template_id": pa.string(),
-    "backend": pa.string(), "model_version": pa.string(), "verified_by": pa.list_(pa.string()),
-    "source_video_ids": pa.list_(pa.string()),
-}
 
 
 def json_line(obj: Any) -> str:
@@ -59,19 +43,19 @@ def write_json(path: Path, obj: Any) -> None:
 
 
 def write_questions_parquet(path: Path, records: Sequence[Mapping[str, Any]]) -> None:
-    """Write question records as one Parquet table with the types of :data:`QUESTION_TYPES`.
+    """Write question records as one Parquet table, typed by the release question format
+    (:func:`needleforge.records.questions.parquet_schema`: explicit types, so the same records
+    always give the same schema and Hugging Face ``datasets`` maps each column to a plain
+    feature; columns absent from every record are not written).
 
     Raises:
         ReleaseError: a record has a key with no declared type (it would be guessed).
     """
-    present = {k for r in records for k in r}
-    unknown = sorted(present - set(QUESTION_TYPES))
-    if unknown:
-        raise ReleaseError(f"question keys {unknown} have no Parquet type; add them to "
-                           "QUESTION_TYPES")
-    names = [k for k in QUESTION_TYPES if k in present]
-    schema = pa.schema([pa.field(k, QUESTION_TYPES[k]) for k in names])
-    columns = {k: [r.get(k) for r in records] for k in names}
+    try:
+        schema = parquet_schema(records)
+    except QuestionRecordError as exc:
+        raise ReleaseError(str(exc)) from exc
+    columns = {k: [r.get(k) for r in records] for k in schema.names}
     table = pa.Table.from_pydict(columns, schema=schema)
     pq.write_table(table, path, compression="zstd")
 

@@ -29,8 +29,9 @@ from needleforge.release.manifest import package_versions
 
 BUILD_FILE = "build.json"
 MANIFEST_FILE = "manifest.json"
-#: Params sections that do not change what a release holds.
-_NEUTRAL_SECTIONS = ("runner",)
+#: Params sections that do not change what a release holds: how stages run (runner), and how
+#: models are scored on it afterwards (evaluate).
+_NEUTRAL_SECTIONS = ("runner", "evaluate")
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

@@ -24,11 +24,10 @@ from needleforge.records import (
     Verification,
     Video,
 )
+from needleforge.records.questions import BUCKET_LABELS as _BUCKET_LABEL
+from needleforge.records.questions import BUCKETS as BUCKETS
 from needleforge.release.markup import Table
 
-BUCKETS: tuple[str, ...] = ("short", "medium", "long")
-_BUCKET_LABEL = {"short": "Short (< 2.5 min)", "medium": "Medium (2.5–15 min)",
-                 "long": "Long (> 15 min)"}
 _NEEDLE_TYPES = ("object", "scene")
 
 Record = Mapping[str, Any]

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from needleforge.errors import ReleaseError
-from needleforge.evaluate.records import vnbench_group
+from needleforge.records.questions import vnbench_group
 from needleforge.release.vlmevalkit_dataset import (
     CIRCULAR_OFFSET,
     EXPORT_DIR,

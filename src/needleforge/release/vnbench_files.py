@@ -26,9 +26,9 @@ from typing import Any, get_args
 
 from needleforge.config import VNBenchTask
 from needleforge.errors import ReleaseError
+from needleforge.records.questions import N_TRIES
 from needleforge.release.files import write_json
 from needleforge.vnbench import VNBenchError, suite_of, vnbench_entry
-from needleforge.vnbench.records import N_OPTIONS
 
 Record = Mapping[str, Any]
 #: The 9 VNBench task types VideoNIAH's evaluation expects (owner: ``config.VNBenchTask``).
@@ -80,9 +80,9 @@ def check_vnbench_release(records: Sequence[Record]) -> None:
     for r in choices:
         tries[str(r["question_id"])].append(int(r["try"]))
         samples_of_video[str(r["video"])].add(str(r["question_id"]))
-    broken = sorted(s for s, t in tries.items() if sorted(t) != list(range(N_OPTIONS)))
+    broken = sorted(s for s, t in tries.items() if sorted(t) != list(range(N_TRIES)))
     if broken:
-        raise ReleaseError(f"VNBench samples without exactly the tries 0..{N_OPTIONS - 1}: "
+        raise ReleaseError(f"VNBench samples without exactly the tries 0..{N_TRIES - 1}: "
                            f"{_shown(broken)}")
     shared = sorted(v for v, s in samples_of_video.items() if len(s) > 1)
     if shared:

@@ -19,9 +19,14 @@ from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from needleforge.errors import EvaluationError, ReleaseError
-from needleforge.evaluate.records import question_from_json
+from needleforge.errors import ReleaseError
 from needleforge.records import Video
+from needleforge.records.questions import (
+    ChoiceQuestion,
+    QuestionRecordError,
+    check_extra,
+    parse_question,
+)
 from needleforge.release.answers import seconds
 
 QUESTIONS_FILE = "questions.jsonl"
@@ -62,12 +67,12 @@ def _read_lines(path: Path) -> list[tuple[int, Any]]:
     return out
 
 
-def _source_id(record: Mapping[str, Any], *, where: str, known: Mapping[str, Video]) -> str:
-    haystack = record.get("haystack")
+def _source_id(extra: Mapping[str, Any], *, where: str, known: Mapping[str, Video]) -> str:
+    haystack = extra.get("haystack")
     if not isinstance(haystack, str) or not haystack.strip():
         raise ReleaseError(f"{where}: no haystack id, so its source video is unknown")
     # Sets built since the stage wrote ``source_video_id`` say it; older ones only in the id.
-    stated = record.get("source_video_id")
+    stated = extra.get("source_video_id")
     video_id = stated if isinstance(stated, str) and stated else haystack.split("-", 1)[0]
     if video_id not in known:
         raise ReleaseError(f"{where}: haystack {haystack!r} comes from video {video_id!r}, "
@@ -76,16 +81,29 @@ def _source_id(record: Mapping[str, Any], *, where: str, known: Mapping[str, Vid
     return video_id
 
 
-def _release_record(record: Mapping[str, Any], *, video: str, source: str) -> dict[str, Any]:
-    """The record as shipped: stage keys in order, times rounded, the video and source set."""
-    out = dict(record)
-    out.pop("source_video_id", None)  # shipped as the list every family has
-    out["video"] = video
-    out["duration_s"] = seconds(float(record["duration_s"]))
-    if isinstance(record.get("needle_spans"), list):
-        out["needle_spans"] = [[seconds(s), seconds(e)] for s, e in record["needle_spans"]]
-    out["source_video_ids"] = [source]
-    return out
+def _read_try(raw: Any, *, number: int, where: str) -> ChoiceQuestion:
+    """One line of the stage's file as a VNBench try (its extra columns checked too)."""
+    try:
+        row = parse_question(raw, line=number)
+        check_extra(row.extra)
+    except QuestionRecordError as exc:
+        raise ReleaseError(f"{where}: not a question record ({exc})") from exc
+    if row.family != "vnbench" or not isinstance(row, ChoiceQuestion):
+        raise ReleaseError(f"{where}: family = {row.family!r} is not a VNBench "
+                           "multiple-choice record")
+    return row
+
+
+def _release_record(row: ChoiceQuestion, *, video: str, source: str) -> dict[str, Any]:
+    """The row as shipped: stage columns in order, times rounded, the video and source set."""
+    extra = dict(row.extra)
+    extra.pop("source_video_id", None)  # shipped as the list every family has
+    if isinstance(extra.get("needle_spans"), list):
+        extra["needle_spans"] = [[seconds(s), seconds(e)] for s, e in extra["needle_spans"]]
+    extra["source_video_ids"] = [source]
+    shipped = dataclasses.replace(row, video=video, duration_s=seconds(float(row.duration_s)),
+                                  extra=extra)
+    return shipped.to_dict()
 
 
 def read_vnbench(folder: Path, *, videos: Mapping[str, Video]) -> VNBenchInput:
@@ -107,24 +125,18 @@ def read_vnbench(folder: Path, *, videos: Mapping[str, Video]) -> VNBenchInput:
     missing: set[str] = set()
     for number, raw in _read_lines(path):
         where = f"{path}:{number}"
-        try:
-            question_from_json(raw, line=number)
-        except EvaluationError as exc:
-            raise ReleaseError(f"{where}: not a question record ({exc})") from exc
-        if raw.get("family") != "vnbench" or "options" not in raw:
-            raise ReleaseError(f"{where}: family = {raw.get('family')!r} is not a VNBench "
-                               "multiple-choice record")
-        name = str(raw["video"])
+        row = _read_try(raw, number=number, where=where)
+        name = row.video
         if PurePosixPath(name).name != name or name in {"", ".", ".."}:
             raise ReleaseError(f"{where}: video {name!r} must be a file name in {folder}")
         if not (folder / name).is_file():
             missing.add(name)
-        key = (str(raw["question_id"]), int(raw["try"]))
+        key = row.key
         if key in records:
             raise ReleaseError(f"{where}: sample {key[0]} try {key[1]} appears twice")
-        source = _source_id(raw, where=where, known=videos)
+        source = _source_id(row.extra, where=where, known=videos)
         release_video = f"{VIDEO_DIR}/{name}"
-        records[key] = _release_record(raw, video=release_video, source=source)
+        records[key] = _release_record(row, video=release_video, source=source)
         files[release_video] = folder / name
         source_of[key[0]] = source
     if missing:

@@ -14,8 +14,9 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from needleforge.errors import StoreError
 from needleforge.records import Bucket, Montage, ObjectTrack, Question, Segment, Verification
+from needleforge.records.questions import BUCKETS
 
-_BUCKET_ORDER: dict[Bucket, int] = {"short": 0, "medium": 1, "long": 2}
+_BUCKET_ORDER: dict[Bucket, int] = {b: i for i, b in enumerate(BUCKETS)}
 
 
 def target_segments(question: Question, montage: Montage) -> tuple[Segment, ...]:

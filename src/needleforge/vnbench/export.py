@@ -3,9 +3,10 @@
 Both formats hold one record per **try**: the 4 rotations of a sample's options, so that the
 correct option is under every letter once (circular evaluation).
 
-- :func:`choice_records` → ``questions.jsonl`` objects read by
-  :class:`needleforge.evaluate.records.ChoiceQuestion` (``question_id`` = sample id, shared by
-  the tries; ``try`` 0–3; extra keys ``needle_spans`` and ``haystack`` are ignored by it).
+- :func:`choice_records` → ``questions.jsonl`` rows, built as
+  :class:`needleforge.records.questions.ChoiceQuestion` (``question_id`` = sample id, shared by
+  the tries; ``try`` 0–3; extra columns ``needle_spans``, ``haystack`` and
+  ``source_video_id``, which the scorer ignores).
 - :func:`vnbench_entry` → one try in the layout of the VNBench annotation JSON, as VideoNIAH's
   own scripts read it (``joez17/VideoNIAH``: ``llava_examples/model_video_niah.py`` reads
   ``video``, ``question``, ``options``, ``gt`` (the answer text), ``type`` and ``try``;
@@ -27,7 +28,8 @@ from pathlib import Path
 from typing import Any, Literal, TypeAlias
 
 from needleforge.media.outputs import write_text_atomic
-from needleforge.vnbench.records import LETTERS, N_OPTIONS, VNBenchError, VNBenchSample
+from needleforge.records.questions import LETTERS, N_TRIES, ChoiceQuestion
+from needleforge.vnbench.records import VNBenchError, VNBenchSample
 from needleforge.vnbench.subtasks import ACT_SUBTASKS, LONG_SUBTASKS, SUBTASKS
 
 #: Which release file a VNBench task ships in: the 9 official tasks, Long, or Act.
@@ -35,20 +37,25 @@ Suite: TypeAlias = Literal["main", "long", "act"]
 
 
 def choice_records(sample: VNBenchSample) -> list[dict[str, Any]]:
-    """The 4 tries of ``sample`` as scorer question records."""
+    """The 4 tries of ``sample`` as release question rows.
+
+    Raises:
+        QuestionRecordError: a try the scorer would refuse (a task outside the VNBench
+            groups); never for a sample the stage made.
+    """
     records = []
-    for try_index in range(N_OPTIONS):
+    for try_index in range(N_TRIES):
         options, answer_index = sample.rotation(try_index)
-        records.append({
-            "question_id": sample.sample_id, "family": "vnbench", "task": sample.task,
-            "question": sample.question, "video": sample.video,
-            "duration_s": sample.duration_s, "bucket": sample.bucket,
-            "needle_type": sample.needle_type, "n_needles": len(sample.needles),
-            "options": list(options), "answer_index": answer_index, "try": try_index,
-            "needle_spans": [list(span) for span in sample.needle_spans],
-            "haystack": sample.haystack.haystack_id,
-            "source_video_id": sample.haystack.video_id,
-        })
+        row = ChoiceQuestion(
+            question_id=sample.sample_id, family="vnbench", task=sample.task,
+            question=sample.question, video=sample.video, duration_s=sample.duration_s,
+            bucket=sample.bucket, needle_type=sample.needle_type,
+            n_needles=len(sample.needles), options=options, answer_index=answer_index,
+            try_index=try_index,
+            extra={"needle_spans": [list(span) for span in sample.needle_spans],
+                   "haystack": sample.haystack.haystack_id,
+                   "source_video_id": sample.haystack.video_id})
+        records.append(row.to_dict())
     return records
 
 
@@ -60,9 +67,9 @@ def vnbench_entry(record: Mapping[str, Any]) -> dict[str, Any]:
             characters for VNBench's ``question_id[:-2]`` grouping).
     """
     try_index = record["try"]
-    if type(try_index) is not int or not 0 <= try_index < N_OPTIONS:
+    if type(try_index) is not int or not 0 <= try_index < N_TRIES:
         raise VNBenchError(f"sample {record['question_id']!r}: try = {try_index!r} must be "
-                           f"an integer in 0..{N_OPTIONS - 1}")
+                           f"an integer in 0..{N_TRIES - 1}")
     options = list(record["options"])
     answer = int(record["answer_index"])
     return {

@@ -16,12 +16,11 @@ from typing import Any, Literal, TypeAlias
 
 from needleforge.errors import NeedleforgeError
 from needleforge.records import Bucket, bucket_for
+from needleforge.records.questions import N_OPTIONS as N_OPTIONS
 
 Group: TypeAlias = Literal["retrieval", "ordering", "counting"]
 Method: TypeAlias = Literal["edit", "insert"]
 NeedleKind: TypeAlias = Literal["subtitle", "image", "clip"]
-N_OPTIONS = 4
-LETTERS = "ABCD"
 
 
 class VNBenchError(NeedleforgeError):
@@ -135,7 +134,7 @@ class VNBenchSample:
 
     @property
     def bucket(self) -> Bucket:
-        """The length bucket of the rendered video (short < 150 s ≤ medium ≤ 900 s < long)."""
+        """The length bucket of the rendered video (:func:`~needleforge.records.bucket_for`)."""
         return bucket_for(self.duration_s)
 
     @property
@@ -181,8 +180,8 @@ class Skip:
 class VNBenchResult:
     """What :func:`~needleforge.vnbench.stage.build_vnbench` produced.
 
-    ``questions`` are the scorer's multiple-choice records (4 tries per sample, see
-    :mod:`needleforge.evaluate.records`), ``vnbench_json`` the same tries in the VNBench JSON
+    ``questions`` are the release's multiple-choice rows (4 tries per sample, see
+    :mod:`needleforge.records.questions`), ``vnbench_json`` the same tries in the VNBench JSON
     layout; ``videos`` the rendered files (new or already up to date); ``skipped`` every
     sample, name or image left out, with the reason.
     """
