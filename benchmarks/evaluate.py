@@ -175,8 +175,8 @@ def bench_random(release: Path, questions: Sequence[dict[str, Any]], max_frames:
 def print_audit(label: str, records: Sequence[dict[str, Any]]) -> None:
     audit = audit_release(records)
     positions = audit.to_dict()["positions"]
-    print(f"\n{label}: {audit.n_grounding} grounding questions, first tenth "
-          f"{positions['first_tenth']}, at 0 s {positions['at_zero']}, position bins "
+    print(f"\n{label}: {audit.n_grounding} grounding questions, {audit.n_spans} answer spans: "
+          f"first tenth {positions['first_tenth']}, at 0 s {positions['at_zero']}, span bins "
           f"{positions['bins']} (multi-needle {positions['multi_needle_bins']}), "
           f"single-needle depth flatness p {positions['single_needle_depth_flat_p']}")
     print("| baseline | metric | n | score [CI] vs random | excess (points) | gate |")

@@ -62,7 +62,7 @@ def test_the_balanced_generators_pass_the_audit(releases: dict[int, list[dict[st
 def test_every_target_in_the_first_tenth_is_caught(
         releases: dict[int, list[dict[str, Any]]]) -> None:
     audit = audit_release(plant_early(releases[0]))
-    assert audit.first_tenth == 1.0 and audit.position_bins[0] == audit.n_grounding
+    assert audit.first_tenth == 1.0 and audit.position_bins[0] == audit.n_spans
     assert audit.position_p is not None and audit.position_p < 1e-9
     failing = {s.baseline for s in audit.failing()}
     assert {"position_prior", "length_prior"} <= failing

@@ -3,13 +3,14 @@
 Computed from the release's question records alone (``questions.jsonl`` objects), so the
 gate, the card and the manifest all describe exactly what ships:
 
-- **answer positions** — a histogram (10 bins) of the relative start of each grounding
-  question's earliest answer span (multi-needle questions counted apart too), the share in the
-  first tenth and at 0 s, and the p-value of a chi-square test that the single-needle
-  questions' *depth* (start / (duration - answer length): where the answer sits among the
-  starts it could have) is flat — the relative start itself cannot be (no answer starts in
-  the last answer-length of its video), nor can the earliest of several well-spread needles
-  (of 3 uniform starts, one is in the first tenth 27 % of the time);
+- **answer positions** — a histogram (10 bins) of the relative start of every answer span
+  (each span of a multi-needle question counts: the earliest of several well-spread needles
+  sits early by construction, 27 % in the first tenth for 3 uniform starts, which would read
+  as a bias; multi-needle spans are also counted apart), the share of spans in the first
+  tenth and at 0 s, and the p-value of a chi-square test that the single-needle questions'
+  *depth* (start / (duration - answer length): where the answer sits among the starts it
+  could have) is flat — the relative start itself cannot be (no answer starts in the last
+  answer-length of its video);
 - **option texts** — per counting and ordering task, how often each text is the right one
   (one count per sample), and for counting the rank of the right number among the four;
 - **letters** — per try, how often the answer is A, B, C or D, and the chi-square p-value of
@@ -59,7 +60,6 @@ from needleforge.evaluate.blind import (
     first_span,
     prior_answers,
     random_end_s,
-    relative_start,
 )
 from needleforge.evaluate.metrics import evaluate_grounding
 from needleforge.evaluate.parse import parse_choice
@@ -146,14 +146,17 @@ class BaselineScore:
 class BiasAudit:
     """What :func:`audit_release` found (see the module docstring for each part).
 
-    ``position_bins`` counts every grounding question, ``multi_bins`` the multi-needle ones
-    among them; ``position_p`` tests the single-needle ones' depth for flatness.
+    ``position_bins`` counts the answer spans (``n_spans`` of them, every span of every
+    grounding question) per tenth of the video they start in, ``multi_bins`` those of the
+    multi-needle questions, ``first_tenth`` and ``at_zero`` are shares of the spans;
+    ``position_p`` tests the single-needle questions' depth for flatness.
     ``options`` maps a counting or ordering task to ``{right text: samples}``;
     ``ranks`` a counting task to how often the right number is the 1st..4th smallest option;
     ``letters`` a try to its right-letter counts (A..D). ``margin`` is the gate's allowance.
     """
 
     n_grounding: int
+    n_spans: int
     position_bins: tuple[int, ...]
     multi_bins: tuple[int, ...]
     position_p: float | None
@@ -174,7 +177,8 @@ class BiasAudit:
         """JSON-ready form (what ``manifest.json`` holds under ``bias_audit``)."""
         return {
             "margin": self.margin, "passed": not self.failing(),
-            "positions": {"n": self.n_grounding, "bins": list(self.position_bins),
+            "positions": {"n": self.n_grounding, "n_spans": self.n_spans,
+                          "bins": list(self.position_bins),
                           "multi_needle_bins": list(self.multi_bins),
                           "single_needle_depth_flat_p": _r(self.position_p),
                           "first_tenth": _r(self.first_tenth),
@@ -240,10 +244,15 @@ def read_questions(records: Sequence[Any]) -> list[Question]:
     return list(questions.values())
 
 
+def _span_tenths(questions: Sequence[GroundingQuestion]) -> list[int]:
+    """The tenth of its video each answer span starts in (every span of every question)."""
+    return [min(int(max(0.0, start / q.duration_s) * POSITION_BINS), POSITION_BINS - 1)
+            for q in questions for start, _ in q.answer_spans]
+
+
 def _bins(questions: Sequence[GroundingQuestion]) -> tuple[int, ...]:
-    """Questions per tenth of the video their earliest answer span starts in."""
-    counts = Counter(min(int(relative_start(q) * POSITION_BINS), POSITION_BINS - 1)
-                     for q in questions)
+    """Answer spans per tenth of the video they start in."""
+    counts = Counter(_span_tenths(questions))
     return tuple(counts[b] for b in range(POSITION_BINS))
 
 
@@ -258,13 +267,14 @@ def _positions(grounding: Sequence[GroundingQuestion]) -> dict[str, Any]:
     single = [q for q in grounding if len(q.answer_spans) == 1]
     depths = Counter(min(int(depth(q) * POSITION_BINS), POSITION_BINS - 1) for q in single)
     bins = _bins(grounding)
-    n = len(grounding)
-    at_zero = sum(min(s for s, _ in q.answer_spans) <= _AT_ZERO_S for q in grounding)
-    return {"n_grounding": n, "position_bins": bins,
+    spans = sum(bins)
+    at_zero = sum(start <= _AT_ZERO_S for q in grounding for start, _ in q.answer_spans)
+    return {"n_grounding": len(grounding), "n_spans": spans, "position_bins": bins,
             "multi_bins": _bins([q for q in grounding if len(q.answer_spans) > 1]),
             "position_p": flat_p([depths[b] for b in range(POSITION_BINS)]) if single
             else None,
-            "first_tenth": bins[0] / n if n else None, "at_zero": at_zero / n if n else None}
+            "first_tenth": bins[0] / spans if spans else None,
+            "at_zero": at_zero / spans if spans else None}
 
 
 def _options(choice: Sequence[ChoiceQuestion]) -> tuple[dict[str, dict[str, int]],

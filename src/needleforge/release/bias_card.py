@@ -78,14 +78,15 @@ def _positions(audit: BiasAudit) -> tuple[Block, ...]:
     flat = ("" if audit.position_p is None else
             f"; chi-square test that single-needle answers sit evenly among the starts they "
             f"could have (start / (duration - answer length)): p = {audit.position_p:.3g}")
-    text = (f"Earliest answer span start, {audit.n_grounding} grounding questions: "
-            f"{_pct(audit.first_tenth)} in the first tenth of the video, "
+    text = (f"Answer span starts, {audit.n_spans} spans of {audit.n_grounding} grounding "
+            f"questions: {_pct(audit.first_tenth)} in the first tenth of the video, "
             f"{_pct(audit.at_zero)} at 0 s{flat}.")
-    headers = ("Questions", *(f"{10 * i}–{10 * (i + 1)} %"
-                              for i in range(len(audit.position_bins))))
+    headers = ("Answer spans", *(f"{10 * i}–{10 * (i + 1)} %"
+                                 for i in range(len(audit.position_bins))))
     rows = (("all", *(str(c) for c in audit.position_bins)),
-            ("multi-needle", *(str(c) for c in audit.multi_bins)))
-    return (Paragraph(text), Table(headers, rows, caption="Questions per tenth of the video"))
+            ("of multi-needle questions", *(str(c) for c in audit.multi_bins)))
+    return (Paragraph(text), Table(headers, rows,
+                                   caption="Answer spans per tenth of the video they start in"))
 
 
 def _options(audit: BiasAudit) -> tuple[Block, ...]:
