@@ -124,9 +124,9 @@ def pass_rate_bars(root: Path, *, rates: Sequence[PassRate]) -> Plot:
 
 
 def answer_position_bars(root: Path, *, bins: Sequence[int], multi: Sequence[int]) -> Plot:
-    """Grounding questions per tenth of the video their earliest answer starts in (``bins``,
-    of which ``multi`` are multi-needle: stacked), with the count a flat histogram of the
-    single-needle ones would put in each (the bias audit's position histogram)."""
+    """Answer spans per tenth of the video they start in (``bins``, of which ``multi`` belong
+    to multi-needle questions: stacked), with the count a flat histogram would put in each
+    (the bias audit's position histogram)."""
     rel = "plots/answer_positions.png"
     single = [a - b for a, b in zip(bins, multi, strict=True)]
     labels = [f"{10 * i}–{10 * (i + 1)}" for i in range(len(bins))]
@@ -136,16 +136,15 @@ def answer_position_bars(root: Path, *, bins: Sequence[int], multi: Sequence[int
         ax.bar(labels, single, color="#4c72b0", label="single-needle")
         ax.bar(labels, list(multi), bottom=single, color="#dd8452", label="multi-needle")
         if bins:
-            ax.axhline(sum(single) / len(bins), color="#c44e52", linestyle="--",
-                       label="flat (single-needle)")
+            ax.axhline(sum(bins) / len(bins), color="#c44e52", linestyle="--", label="flat")
         ax.legend(loc="best", fontsize=7)
-        ax.set_xlabel("start of the earliest answer span (% of the video)")
-        ax.set_ylabel("questions")
+        ax.set_xlabel("start of the answer span (% of the video)")
+        ax.set_ylabel("answer spans")
         ax.yaxis.set_major_locator(MaxNLocator(integer=True))
-        ax.set_title(f"Answer positions (n = {sum(bins)})")
+        ax.set_title(f"Answer positions ({sum(bins)} spans)")
         ax.tick_params(axis="x", labelsize=7)
         _save(fig, root, rel)
-    return Plot(rel, "Bar chart of where grounding answers start, in tenths of the video")
+    return Plot(rel, "Bar chart of where grounding answer spans start, in tenths of the video")
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
