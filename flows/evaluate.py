@@ -15,13 +15,14 @@ does. Run: ``python -m flows.evaluate releases/sample --params params.yaml [--mo
 
 from __future__ import annotations
 
-import argparse
 import json
+from collections.abc import Sequence
 from pathlib import Path
 
 from prefect import flow, task
 
-from needleforge.config import PARAMS_HELP, resolve_params
+from flows._cli import flow_parser, run_main
+from needleforge.config import resolve_params
 from needleforge.evaluate import leaderboard, score_files
 from needleforge.evaluate.models import BASELINE_NAMES, answer_release, check_models, model_options
 
@@ -65,18 +66,16 @@ def evaluate_flow(release: Path, models: tuple[str, ...] = BASELINE_NAMES,
     return board.to_markdown()
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = flow_parser(__doc__, db=False)
     parser.add_argument("release", type=Path)
     parser.add_argument("--model", action="append", dest="models",
                         help=f"repeatable (default: {' '.join(BASELINE_NAMES)})")
     parser.add_argument("--max-frames", type=int, default=None,
                         help="frames per video (default: evaluate.max_frames of --params)")
     parser.add_argument("--out", type=Path, default=None)
-    parser.add_argument("--params", type=Path, default=None, help=PARAMS_HELP)
-    args = parser.parse_args()
-    evaluate_flow(args.release, tuple(args.models or BASELINE_NAMES), args.max_frames,
-                  args.out, params_path=args.params)
+    run_main(parser, lambda a: evaluate_flow(a.release, tuple(a.models or BASELINE_NAMES),
+                                             a.max_frames, a.out, params_path=a.params), argv)
 
 
 if __name__ == "__main__":

@@ -1,16 +1,17 @@
 """Prefect flow: NeMo stage 3 (medium/long montages, multi-needle questions) and rendering.
 
-Run: ``python -m flows.expand --db data/needleforge.duckdb --render data/render``.
+Run: ``python -m flows.expand [--db DB] [--render data/render] [--params params.yaml]``.
 """
 
 from __future__ import annotations
 
-import argparse
+from collections.abc import Sequence
 from pathlib import Path
 
 from prefect import flow, task
 
-from needleforge.config import PARAMS_HELP, Params, resolve_params
+from flows._cli import flow_parser, run_main
+from needleforge.config import Params, resolve_params
 from needleforge.pipeline import expand_store, render_store
 
 
@@ -39,13 +40,10 @@ def expand_flow(db: Path, render: Path | None = None,
     return counts
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--db", type=Path, default=Path("data/needleforge.duckdb"))
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = flow_parser(__doc__)
     parser.add_argument("--render", type=Path, default=None)
-    parser.add_argument("--params", type=Path, default=None, help=PARAMS_HELP)
-    args = parser.parse_args()
-    expand_flow(args.db, args.render, args.params)
+    run_main(parser, lambda a: expand_flow(a.db, a.render, a.params), argv)
 
 
 if __name__ == "__main__":

@@ -10,25 +10,24 @@ which reads the whole store and is deterministic: one task in the flow process
 reuses the stored scans. The instance check (``nemo.check_instances``) runs there, not ahead:
 it compares each object target with the negatives its montage draws, so its work depends on
 the plans; its scans are stored too, and a rerun reuses them.
-Run: ``python -m flows.generate --db data/needleforge.duckdb [--params params.yaml]
+Run: ``python -m flows.generate [--db DB] [--params params.yaml]
 [--runner dask --workers 2 | --address tcp://host:8786]``.
 """
 
 from __future__ import annotations
 
-import argparse
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from prefect import flow, task
-from prefect.task_runners import ThreadPoolTaskRunner
 
+from flows._cli import flow_parser, run_main, runner_of
 from needleforge.backends import default_registry
-from needleforge.config import PARAMS_HELP, NemoParams, Params, RunnerParams, resolve_params
+from needleforge.config import NemoParams, Params, RunnerParams, resolve_params
 from needleforge.nemo import scan_scenes
 from needleforge.pipeline import GenerateOutcome, ScanJob, generate_store, record_scans, scan_jobs
 from needleforge.records import SceneScan
-from needleforge.runners import add_runner_arguments, runner_from_args, with_runner
+from needleforge.runners import default_task_runner, with_runner
 
 
 @task(name="negative-scan")
@@ -41,12 +40,7 @@ def generate_task(db: Path, params: Params) -> GenerateOutcome:
     return generate_store(db=db, params=params)
 
 
-# Two workers: one per core (each detector call already uses two cv2 threads).
-# (Prefect's stubs declare the decorator's runner invariantly, hence the ignore.)
-_RUNNER: ThreadPoolTaskRunner[Any] = ThreadPoolTaskRunner(max_workers=2)
-
-
-@flow(name="generate", log_prints=True, task_runner=_RUNNER)  # type: ignore[arg-type]
+@flow(name="generate", log_prints=True, task_runner=default_task_runner())
 def generate_flow(db: Path, params_path: Path | None = None) -> dict[str, int]:
     """Scan negatives per video, then generate short NeMo montages and questions into
     ``db``; returns counts."""
@@ -76,14 +70,9 @@ def run_generate(db: Path, params_path: Path | None = None, *,
     return with_runner(generate_flow, settings)(db, params_path)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--db", type=Path, default=Path("data/needleforge.duckdb"))
-    parser.add_argument("--params", type=Path, default=None, help=PARAMS_HELP)
-    add_runner_arguments(parser)
-    args = parser.parse_args()
-    runner = runner_from_args(resolve_params(args.params).runner, args)
-    run_generate(args.db, args.params, runner=runner)
+def main(argv: Sequence[str] | None = None) -> None:
+    run_main(flow_parser(__doc__, runner=True),
+             lambda a: run_generate(a.db, a.params, runner=runner_of(a)), argv)
 
 
 if __name__ == "__main__":

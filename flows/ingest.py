@@ -4,23 +4,24 @@ Planning (parse + authorize) runs once; each authorized row is probed, hashed an
 its own task, so a failing disk read retries alone; the flow process alone writes DuckDB.
 Rows run on the task runner of ``runner:`` in params (``--runner`` overrides it); Dask or Ray
 workers must see the manifest's files and the media store at the same paths.
-Run: ``python -m flows.ingest MANIFEST --db data/needleforge.duckdb [--runner dask]``.
+Run: ``python -m flows.ingest MANIFEST [--db DB] [--params params.yaml] [--runner dask]``.
 """
 
 from __future__ import annotations
 
-import argparse
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from prefect import flow, task
 
-from needleforge.config import PARAMS_HELP, resolve_params
+from flows._cli import flow_parser, run_main, runner_of
+from needleforge.config import resolve_params
 from needleforge.failures import from_rejection
 from needleforge.ingest import Accepted, RowJob, finish_ingest, plan_ingest, process_row
 from needleforge.ingest.files import LinkMode
 from needleforge.records import IngestRejection
-from needleforge.runners import add_runner_arguments, runner_from_args, with_runner
+from needleforge.runners import with_runner
 from needleforge.store import Store
 
 
@@ -61,16 +62,12 @@ def ingest_flow(
             "failures": [f.to_dict() for f in failures]}
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = flow_parser(__doc__, runner=True)
     parser.add_argument("manifest", type=Path)
-    parser.add_argument("--db", type=Path, default=Path("data/needleforge.duckdb"))
     parser.add_argument("--media-dir", type=Path, default=None)
-    parser.add_argument("--params", type=Path, default=None, help=PARAMS_HELP)
-    add_runner_arguments(parser)
-    args = parser.parse_args()
-    runner = runner_from_args(resolve_params(args.params).runner, args)
-    with_runner(ingest_flow, runner)(args.manifest, args.db, args.media_dir, args.params)
+    run_main(parser, lambda a: with_runner(ingest_flow, runner_of(a))(
+        a.manifest, a.db, a.media_dir, a.params), argv)
 
 
 if __name__ == "__main__":

@@ -11,7 +11,7 @@ released and the run fails naming them; otherwise the release lists what failed 
 changelog and card. Every run leaves a summary artifact in the Prefect UI (plus the gate's
 table and links to the card and Data Docs when it released). VNBench is not part of the
 refresh (its haystacks are drawn from the whole corpus; build it with the CLI).
-Run once: ``python -m flows.refresh MANIFEST --db data/needleforge.duckdb [--name NAME]
+Run once: ``python -m flows.refresh MANIFEST [--db DB] [--params params.yaml] [--name NAME]
 [--force]`` (``-m`` from the repo root: it imports the sibling flows); serve on a cron
 schedule with ``--serve "0 3 * * 1"`` (needs a Prefect server), or deploy ``prefect.yaml``.
 """
@@ -19,17 +19,19 @@ schedule with ``--serve "0 3 * * 1"`` (needs a Prefect server), or deploy ``pref
 from __future__ import annotations
 
 import argparse
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from prefect import flow, task
 
+from flows._cli import flow_parser, run_main
 from flows.generate import generate_flow
 from flows.ingest import ingest_flow
 from flows.render import render_flow
 from flows.represent import represent_flow
 from needleforge import artifacts, pipeline
-from needleforge.config import PARAMS_HELP
+from needleforge.config import DEFAULT_DB
 from needleforge.failures import StageFailure
 from needleforge.quality import QualityError
 from needleforge.refresh import (
@@ -96,7 +98,7 @@ def _refresh(plan: RefreshPlan, previous: Path | None) -> tuple[artifacts.RunSum
 
 @flow(name="refresh", log_prints=True)
 def refresh_flow(
-    manifest: Path, db: Path = Path("data/needleforge.duckdb"),
+    manifest: Path, db: Path = DEFAULT_DB,
     releases: Path = Path("releases"), name: str | None = None,
     params_path: Path | None = None, previous: Path | None = None,
     publish_repo: Path | None = None, remote: str | None = None, force: bool = False,
@@ -128,13 +130,11 @@ def refresh_flow(
             "failures": [f.to_text() for f in summary.failures], **counts}
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = flow_parser(__doc__)
     parser.add_argument("manifest", type=Path)
-    parser.add_argument("--db", type=Path, default=Path("data/needleforge.duckdb"))
     parser.add_argument("--releases", type=Path, default=Path("releases"))
     parser.add_argument("--name", default=None)
-    parser.add_argument("--params", type=Path, default=None, help=PARAMS_HELP)
     parser.add_argument("--previous", type=Path, default=None)
     parser.add_argument("--publish-repo", type=Path, default=None)
     parser.add_argument("--remote", default=None)
@@ -142,7 +142,10 @@ def main() -> None:
                         help="release even when nothing is new")
     parser.add_argument("--serve", metavar="CRON", default=None,
                         help="serve the flow on this cron schedule instead of running once")
-    args = parser.parse_args()
+    run_main(parser, _serve_or_run, argv)
+
+
+def _serve_or_run(args: argparse.Namespace) -> None:
     if args.serve:
         refresh_flow.serve(name="scheduled-refresh", cron=args.serve, parameters={
             "manifest": str(args.manifest), "db": str(args.db),

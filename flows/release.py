@@ -7,19 +7,21 @@ artifact (questions, montages and videos by bucket, what changed), the gate's ta
 (``quality-gate``) and links to the card and the Data Docs. The previous release for the
 changelog is the one built last under ``--out`` unless ``--previous`` names one.
 Run: ``python -m flows.release NAME --db data/db/expand.duckdb --render data/render
-[--vnbench data/vnbench] [--out releases]`` from the repo root.
+[--vnbench data/vnbench] [--out releases] [--params params.yaml]`` from the repo root
+(``--db`` defaults to the CLI's store, as ``needleforge release`` does).
 """
 
 from __future__ import annotations
 
-import argparse
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from prefect import flow
 
+from flows._cli import flow_parser, run_main
 from needleforge import artifacts, pipeline
-from needleforge.config import PARAMS_HELP, resolve_params
+from needleforge.config import resolve_params
 
 
 @flow(name="release", log_prints=True)
@@ -50,19 +52,16 @@ def release_flow(
             "manifest_sha256": report.manifest_sha256, **dict(report.changes)}
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = flow_parser(__doc__)
     parser.add_argument("name")
-    parser.add_argument("--db", type=Path, default=Path("data/db/expand.duckdb"))
     parser.add_argument("--out", type=Path, default=Path("releases"))
     parser.add_argument("--render", type=Path, default=None)
     parser.add_argument("--vnbench", type=Path, default=None)
     parser.add_argument("--previous", type=Path, default=None)
     parser.add_argument("--overwrite", action="store_true")
-    parser.add_argument("--params", type=Path, default=None, help=PARAMS_HELP)
-    args = parser.parse_args()
-    release_flow(args.name, args.db, args.out, args.render, args.vnbench, args.previous,
-                 args.overwrite, args.params)
+    run_main(parser, lambda a: release_flow(a.name, a.db, a.out, a.render, a.vnbench,
+                                            a.previous, a.overwrite, a.params), argv)
 
 
 if __name__ == "__main__":

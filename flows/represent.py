@@ -1,40 +1,32 @@
 """Prefect flow: the video representation (scenes, tags, objects) of every ingested video.
 
-One task per video, fanned out on the task runner of ``runner:`` in params (threads by
-default; a Dask or Ray cluster with ``--runner``). Each worker thread or process builds its
-own model backends once (they are not thread-safe) and returns records; the flow process
-alone writes DuckDB, one video per transaction, so a killed run resumes by skipping videos
-already represented. Workers read the stored media at the paths the store records.
-Run: ``python -m flows.represent --db data/needleforge.duckdb [--params params.yaml]
+The stage of ``needleforge represent`` (:func:`needleforge.pipeline.represent_store`: plan,
+skip current videos, store each result), with its per-video work fanned out as one task per
+video on the task runner of ``runner:`` in params (threads by default; a Dask or Ray cluster
+with ``--runner``). Each worker thread or process builds its own model backends once (they
+are not thread-safe) and returns records; the flow process alone writes DuckDB, one video per
+transaction, so a killed run resumes by skipping videos already represented. Workers read the
+stored media at the paths the store records.
+Run: ``python -m flows.represent [--db DB] [--params params.yaml]
 [--runner dask --workers 2 | --address tcp://host:8786]``.
 """
 
 from __future__ import annotations
 
-import argparse
 import threading
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 from prefect import flow, task
-from prefect.task_runners import ThreadPoolTaskRunner
 
+from flows._cli import flow_parser, run_main, runner_of
 from needleforge.backends import default_registry
-from needleforge.config import PARAMS_HELP, ObjectParams, Params, RunnerParams, resolve_params
-from needleforge.failures import from_represent
+from needleforge.config import ObjectParams, Params, RunnerParams, resolve_params
+from needleforge.pipeline import JobRunner, represent_store
 from needleforge.records import Representation
-from needleforge.represent import (
-    Models,
-    RepresentFailure,
-    RepresentJob,
-    Step,
-    config_hash,
-    load_models,
-    plan_represent,
-    run_job,
-)
-from needleforge.runners import add_runner_arguments, runner_from_args, with_runner
-from needleforge.store import Store
+from needleforge.represent import Models, RepresentFailure, RepresentJob, Step, load_models, run_job
+from needleforge.runners import default_task_runner, with_runner
 
 # Per worker thread: model backends keyed by their params (built on first use, then reused
 # by every later video the thread represents; a Dask/Ray worker process has its own).
@@ -59,12 +51,23 @@ def represent_task(
                    models=models)
 
 
-# Two workers: one per core; each task already uses cv2/litert threads inside a frame.
-# (Prefect's stubs declare the decorator's runner invariantly, hence the ignore.)
-_RUNNER: ThreadPoolTaskRunner[Any] = ThreadPoolTaskRunner(max_workers=2)
+def _as_tasks(params: Params, step: Step) -> JobRunner:
+    """The flow's :data:`~needleforge.pipeline.JobRunner`: one task per job, all submitted
+    at once, their results yielded in job order and each failure printed as it arrives."""
+
+    def run(jobs: Sequence[RepresentJob],
+            _models: Models | None) -> Iterator[Representation | RepresentFailure]:
+        futures = [represent_task.submit(job, params, step) for job in jobs]
+        for future in futures:
+            result = future.result()
+            if isinstance(result, RepresentFailure):
+                print(f"failed {result.video_id}: {result.error}")
+            yield result
+
+    return run
 
 
-@flow(name="represent", log_prints=True, task_runner=_RUNNER)  # type: ignore[arg-type]
+@flow(name="represent", log_prints=True, task_runner=default_task_runner())
 def represent_flow(
     db: Path, params_path: Path | None = None, step: Step = "all"
 ) -> dict[str, Any]:
@@ -72,31 +75,13 @@ def represent_flow(
     video that failed as a failure (:class:`~needleforge.failures.StageFailure` dicts) and
     by id (``failed_videos``)."""
     params = resolve_params(params_path)
-    models = None if step == "scenes" else load_models(params.objects,
-                                                       registry=default_registry())
-    wanted = config_hash(params.scenes, params.objects if models else None, models)
-    with Store(db) as store:
-        videos = store.videos()
-        jobs = plan_represent(
-            videos, step=step, wanted_hash=wanted,
-            stored_hashes=store.representation_hashes(),
-            stored_scenes={v.video_id: tuple(store.scenes(v.video_id)) for v in videos},
-        )
-        futures = [represent_task.submit(job, params, step) for job in jobs]
-        by_id = {v.video_id: v for v in videos}
-        failed: list[RepresentFailure] = []
-        for future in futures:
-            result = future.result()
-            if isinstance(result, RepresentFailure):
-                failed.append(result)
-                print(f"failed {result.video_id}: {result.error}")
-            else:
-                store.record_representation(result)
-    failures = [from_represent(f.video_id, f.error, videos=by_id) for f in failed]
-    print(f"represented {len(jobs) - len(failed)} video(s), {len(failed)} failed")
-    return {"represented": len(jobs) - len(failed), "skipped": len(videos) - len(jobs),
-            "failed": len(failed), "failures": [f.to_dict() for f in failures],
-            "failed_videos": [f.video_id for f in failed]}
+    outcome = represent_store(db=db, params=params, step=step,
+                              run_jobs=_as_tasks(params, step))
+    failed = len(outcome.failures)
+    print(f"represented {outcome.represented} video(s), {failed} failed")
+    return {"represented": outcome.represented, "skipped": outcome.current, "failed": failed,
+            "failures": [f.to_dict() for f in outcome.stage_failures],
+            "failed_videos": [f.video_id for f in outcome.failures]}
 
 
 def run_represent(
@@ -113,15 +98,11 @@ def run_represent(
     return with_runner(represent_flow, settings)(db, params_path, step)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--db", type=Path, default=Path("data/needleforge.duckdb"))
-    parser.add_argument("--params", type=Path, default=None, help=PARAMS_HELP)
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = flow_parser(__doc__, runner=True)
     parser.add_argument("--step", choices=["scenes", "objects", "all"], default="all")
-    add_runner_arguments(parser)
-    args = parser.parse_args()
-    run_represent(args.db, args.params, args.step,
-                  runner=runner_from_args(resolve_params(args.params).runner, args))
+    run_main(parser, lambda a: run_represent(a.db, a.params, a.step, runner=runner_of(a)),
+             argv)
 
 
 if __name__ == "__main__":

@@ -1,16 +1,17 @@
 """Prefect flow: a VideoNIAH / VNBench set from the ingested videos.
 
-Run: ``python -m flows.vnbench --db data/needleforge.duckdb --out data/vnbench``.
+Run: ``python -m flows.vnbench [--db DB] [--out data/vnbench] [--params params.yaml]``.
 """
 
 from __future__ import annotations
 
-import argparse
+from collections.abc import Sequence
 from pathlib import Path
 
 from prefect import flow, task
 
-from needleforge.config import PARAMS_HELP, Params, resolve_params
+from flows._cli import flow_parser, run_main
+from needleforge.config import Params, resolve_params
 from needleforge.pipeline import vnbench_store
 
 
@@ -29,13 +30,10 @@ def vnbench_flow(db: Path, out: Path, params_path: Path | None = None) -> dict[s
     return counts
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--db", type=Path, default=Path("data/needleforge.duckdb"))
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = flow_parser(__doc__)
     parser.add_argument("--out", type=Path, default=Path("data/vnbench"))
-    parser.add_argument("--params", type=Path, default=None, help=PARAMS_HELP)
-    args = parser.parse_args()
-    vnbench_flow(args.db, args.out, args.params)
+    run_main(parser, lambda a: vnbench_flow(a.db, a.out, a.params), argv)
 
 
 if __name__ == "__main__":

@@ -19,7 +19,7 @@ from needleforge import __version__
 from needleforge.cli_evaluate import evaluate, leaderboard, score
 from needleforge.cli_release import publish, pull
 from needleforge.cli_support import counts_table, rejection_table
-from needleforge.config import PARAMS_HELP, Params, resolve_params
+from needleforge.config import DEFAULT_DB, PARAMS_HELP, Params, resolve_params
 from needleforge.errors import NeedleforgeError
 
 app = typer.Typer(
@@ -35,7 +35,6 @@ err_console = Console(stderr=True)
 P = ParamSpec("P")
 R = TypeVar("R")
 
-DEFAULT_DB = Path("data/needleforge.duckdb")
 ParamsOption = Annotated[
     Path | None, typer.Option("--params", help=PARAMS_HELP, dir_okay=False)]
 DbOption = Annotated[Path, typer.Option("--db", help="DuckDB store.", dir_okay=False)]

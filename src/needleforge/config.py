@@ -453,6 +453,10 @@ def parse_params(data: Any, *, source: str = "params") -> Params:
         raise ParamsError(_describe(err, source)) from None
 
 
+#: The store every ``needleforge`` command and every flow reads and writes unless ``--db``
+#: (a flow's ``db``) names another.
+DEFAULT_DB = Path("data/needleforge.duckdb")
+
 #: How a command line describes ``--params`` (the CLI and every flow), per :func:`resolve_params`.
 PARAMS_HELP = ("Params file to read, e.g. params.yaml, the sample recipe make demo runs "
                "(default: none, the built-in defaults of needleforge.config).")

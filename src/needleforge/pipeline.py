@@ -8,13 +8,14 @@ commands call these; the Prefect flows (``flows/``) call them or fan their per-i
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Sequence
+import functools
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 
 from needleforge.backends import default_registry
 from needleforge.backends.registry import Registry
-from needleforge.config import Params
-from needleforge.failures import StageFailure
+from needleforge.config import ObjectParams, Params, SceneParams
+from needleforge.failures import StageFailure, from_represent
 from needleforge.nemo import (
     ExpansionResult,
     GenerationResult,
@@ -36,12 +37,14 @@ from needleforge.quality import (
     run_gate,
 )
 from needleforge.quality import validate as run_validate
-from needleforge.records import Scene, SceneScan, Video
+from needleforge.records import Montage, Representation, Scene, SceneScan, Video
 from needleforge.release import ReleaseReport, build_release
 from needleforge.release.history import Fingerprint, latest_release, releases_by_build_time
 from needleforge.render import RenderReport, render_montages
 from needleforge.represent import (
+    Models,
     RepresentFailure,
+    RepresentJob,
     Step,
     config_hash,
     load_models,
@@ -191,19 +194,38 @@ def _keep_scans(store: Store, probe: TiledProbe | None) -> None:
             probe.close()
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class RenderInputs:
+    """What rendering reads from a store: every montage, and the scenes and videos by id."""
+
+    montages: list[Montage]
+    scenes_by_id: dict[str, Scene]
+    videos_by_id: dict[str, Video]
+
+
+def render_inputs(*, db: Path) -> RenderInputs:
+    """Read what :func:`render_store` and the render flow render (read-only: rendering writes
+    files, never DuckDB).
+
+    Raises:
+        StoreError: ``db`` is not a usable store.
+    """
+    with Store(db, read_only=True) as store:
+        return RenderInputs(montages=store.montages(),
+                            scenes_by_id={s.scene_id: s for s in store.scenes()},
+                            videos_by_id={v.video_id: v for v in store.videos()})
+
+
 def render_store(*, db: Path, out: Path, cache_dir: Path | None, params: Params) -> RenderReport:
     """Render every montage of ``db`` to ``out/<montage_id>.mp4`` (current ones are skipped).
 
     Raises:
         StoreError: ``db`` is not a usable store. MediaError: a plan cannot be rendered.
     """
-    with Store(db, read_only=True) as store:
-        montages = store.montages()
-        scenes_by_id = {s.scene_id: s for s in store.scenes()}
-        videos_by_id = {v.video_id: v for v in store.videos()}
-    return render_montages(montages, scenes_by_id=scenes_by_id, videos_by_id=videos_by_id,
-                           out_dir=out, cache_dir=cache_dir or out / ".cache",
-                           params=params.render)
+    inputs = render_inputs(db=db)
+    return render_montages(inputs.montages, scenes_by_id=inputs.scenes_by_id,
+                           videos_by_id=inputs.videos_by_id, out_dir=out,
+                           cache_dir=cache_dir or out / ".cache", params=params.render)
 
 
 def run_checks(*, db: Path, out: Path, params: Params, questions: Path | None = None,
@@ -347,22 +369,34 @@ def vnbench_store(*, db: Path, out: Path, cache_dir: Path | None, params: Params
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class RepresentOutcome:
-    """What a represent run did: videos done, already current, and the ones that failed."""
+    """What a represent run did: videos done, already current, and the ones that failed
+    (``stage_failures``: the same, named by source path for changelogs and flows)."""
 
     represented: int
     current: int
     failures: tuple[RepresentFailure, ...]
     counts: dict[str, int]
+    stage_failures: tuple[StageFailure, ...] = ()
+
+
+#: Runs planned represent jobs and yields each result in job order (see
+#: :func:`represent_store`); ``models`` are the calling process's backends (None for the
+#: scenes step), which a runner fanning jobs out to other workers does not use.
+JobRunner = Callable[[Sequence[RepresentJob], Models | None],
+                     Iterable[Representation | RepresentFailure]]
 
 
 def represent_store(
     *, db: Path, params: Params, step: Step, on_video: Callable[[int, int], None] | None = None,
+    run_jobs: JobRunner | None = None,
 ) -> RepresentOutcome:
     """Represent the videos of ``db`` that are not current, storing each as it finishes.
 
     One transaction per video, so a killed run resumes by skipping finished videos; a video
     that fails is reported and keeps whatever it had stored. ``on_video(done, total)`` is
-    called after each video (a progress bar).
+    called after each video (a progress bar). ``run_jobs`` runs the planned jobs, by default
+    one after another in this process; the represent flow passes one that fans them out as
+    tasks (each worker with its own backends), while this process alone writes the store.
 
     Raises:
         StoreError: ``db`` is not a usable store. BackendError: an unknown backend name.
@@ -370,15 +404,15 @@ def represent_store(
     models = None if step == "scenes" else load_models(params.objects,
                                                        registry=default_registry())
     wanted = config_hash(params.scenes, params.objects if models else None, models)
+    run = run_jobs or functools.partial(_run_here, scene_params=params.scenes,
+                                        object_params=params.objects)
     failures: list[RepresentFailure] = []
     with Store(db) as store:
         videos = store.videos()
         jobs = plan_represent(
             videos, step=step, wanted_hash=wanted, stored_hashes=store.representation_hashes(),
             stored_scenes={v.video_id: tuple(store.scenes(v.video_id)) for v in videos})
-        for done, job in enumerate(jobs, start=1):
-            result = run_job(job, scene_params=params.scenes, object_params=params.objects,
-                             models=models)
+        for done, result in enumerate(run(jobs, models), start=1):
             if isinstance(result, RepresentFailure):
                 failures.append(result)
             else:
@@ -386,5 +420,16 @@ def represent_store(
             if on_video is not None:
                 on_video(done, len(jobs))
         counts = store.counts()
+    by_id = {v.video_id: v for v in videos}
+    named = tuple(from_represent(f.video_id, f.error, videos=by_id) for f in failures)
     return RepresentOutcome(len(jobs) - len(failures), len(videos) - len(jobs),
-                            tuple(failures), counts)
+                            tuple(failures), counts, named)
+
+
+def _run_here(jobs: Sequence[RepresentJob], models: Models | None, *,
+              scene_params: SceneParams, object_params: ObjectParams
+              ) -> Iterator[Representation | RepresentFailure]:
+    """The default :data:`JobRunner`: each job in turn, in this process, with ``models``."""
+    for job in jobs:
+        yield run_job(job, scene_params=scene_params, object_params=object_params,
+                      models=models)

@@ -14,6 +14,10 @@ anything is encoded. Outputs are ``<out_dir>/<montage_id>.mp4`` with a sidecar
 ``<montage_id>.json`` holding the plan hash (plan, scene bounds, source hashes, profile): a
 montage whose video and sidecar match is skipped. The first failure stops the stage; montages
 finished before it stay and are skipped by the rerun.
+
+The render flow (``flows/render.py``) makes the same :func:`plan_render` and spreads its two
+waves over a task runner in batches (:func:`batches`, :func:`encode_clips`,
+:func:`join_montages`, :func:`batch_counts`); the same inputs give the same bytes.
 """
 
 from __future__ import annotations
@@ -112,6 +116,58 @@ def render_montages(
     ``cache_dir`` cannot be written (read-only, disk full); finished montages stay.
     """
     start = time.perf_counter()
+    plan = plan_render(montages, scenes_by_id=scenes_by_id, videos_by_id=videos_by_id,
+                       out_dir=out_dir, cache_dir=cache_dir, params=params)
+    cache = SceneClipCache(cache_dir, profile=params)
+    with writing(out_dir, what="render"):
+        clips = _parallel(cache.ensure, list(plan.owners), workers=params.workers)
+        renders = _parallel(lambda job: _render_one(job, clips, out_dir=out_dir, params=params),
+                            plan.todo, workers=params.workers)
+    rows = {job.montage.montage_id: _row(job, renders[job], clips, plan.owners)
+            for job in plan.todo}
+    results = tuple(rows.get(j.montage.montage_id) or _skipped(j, out_dir) for j in plan.jobs)
+    return RenderReport(
+        montages=results,
+        cache_hits=sum(1 for r in clips.values() if r.hit),
+        cache_misses=sum(1 for r in clips.values() if not r.hit),
+        encode_cpu_s=sum(r.cpu_s for r in clips.values()),
+        join_cpu_s=sum(r.join_cpu_s for r in results),
+        wall_s=time.perf_counter() - start,
+    )
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class RenderPlan:
+    """What a render run must do, checked before anything is encoded.
+
+    ``jobs`` are every montage in the given order; ``todo`` those not current; ``owners``
+    every scene clip ``todo`` needs, in order of first use, with the montage using it first.
+    """
+
+    jobs: tuple[MontageJob, ...]
+    todo: tuple[MontageJob, ...]
+    owners: dict[ClipSpec, str]
+
+
+def plan_render(
+    montages: Sequence[Montage],
+    *,
+    scenes_by_id: Mapping[str, Scene],
+    videos_by_id: Mapping[str, Video],
+    out_dir: Path,
+    cache_dir: Path,
+    params: RenderParams,
+) -> RenderPlan:
+    """Check every montage's plan and sources, create ``out_dir``, sweep the scratch files of
+    a killed earlier run, and list the montages and clips still to make.
+
+    The first step of :func:`render_montages` and of the render flow, which encode and join
+    what it lists (in a thread pool, or in batches of tasks: :func:`batches`).
+
+    Raises:
+        MediaError: see :func:`render_montages` (repeated ids, a bad segment, a missing
+            source). OutputError: ``out_dir`` or ``cache_dir`` cannot be written.
+    """
     ids = [m.montage_id for m in montages]
     repeated = sorted({i for i in ids if ids.count(i) > 1})
     if repeated:
@@ -125,22 +181,77 @@ def render_montages(
         sweep_scratch(out_dir)
         sweep_scratch(cache_dir, recursive=True)
         todo = [j for j in jobs if not is_current(j, out_dir)]
-        cache = SceneClipCache(cache_dir, profile=params)
         owners = first_users(todo)
-        check_sources(owners, cache=cache, videos_by_id=videos_by_id)
-        clips = _parallel(cache.ensure, list(owners), workers=params.workers)
-        renders = _parallel(lambda job: _render_one(job, clips, out_dir=out_dir, params=params),
-                            todo, workers=params.workers)
-    rows = {job.montage.montage_id: _row(job, renders[job], clips, owners) for job in todo}
-    results = tuple(rows.get(j.montage.montage_id) or _skipped(j, out_dir) for j in jobs)
-    return RenderReport(
-        montages=results,
-        cache_hits=sum(1 for r in clips.values() if r.hit),
-        cache_misses=sum(1 for r in clips.values() if not r.hit),
-        encode_cpu_s=sum(r.cpu_s for r in clips.values()),
-        join_cpu_s=sum(r.join_cpu_s for r in results),
-        wall_s=time.perf_counter() - start,
-    )
+        check_sources(owners, cache=SceneClipCache(cache_dir, profile=params),
+                      videos_by_id=videos_by_id)
+    return RenderPlan(jobs=tuple(jobs), todo=tuple(todo), owners=owners)
+
+
+#: Batches per worker in each wave of a render fanned out over a task runner: enough to
+#: balance uneven clips, few enough that task overhead (one API round trip each) stays small
+#: next to an encode.
+BATCHES_PER_WORKER = 3
+
+
+def batches(items: Sequence[_T], *, workers: int) -> list[list[_T]]:
+    """``items`` dealt round-robin into at most ``workers * BATCHES_PER_WORKER`` batches.
+
+    How the render flow fans a :class:`RenderPlan` out: one task per batch of clips to
+    encode (:func:`encode_clips`), then one per batch of montages to join
+    (:func:`join_montages`).
+    """
+    n = min(len(items), max(1, workers) * BATCHES_PER_WORKER)
+    return [list(items[i::n]) for i in range(n)]
+
+
+def batch_sources(
+    montages: Sequence[Montage], *, scenes_by_id: Mapping[str, Scene],
+    videos_by_id: Mapping[str, Video],
+) -> tuple[dict[str, Scene], dict[str, Video]]:
+    """Only the scenes and videos ``montages`` use: what a batch ships to its worker."""
+    scene_ids = {s.scene_id for m in montages for s in m.segments}
+    used = {i: scenes_by_id[i] for i in scene_ids}
+    return used, {s.video_id: videos_by_id[s.video_id] for s in used.values()}
+
+
+def encode_clips(specs: Sequence[ClipSpec], *, cache_dir: Path,
+                 params: RenderParams) -> list[ClipResult]:
+    """Make sure each clip of ``specs`` is in the scene-clip cache, one after another (a
+    batch of the first wave); a clip cached already is a hit.
+
+    Raises:
+        MediaError: a source cannot be encoded. OutputError: the cache cannot be written.
+    """
+    cache = SceneClipCache(cache_dir, profile=params)
+    return [cache.ensure(spec) for spec in specs]
+
+
+def join_montages(
+    montages: Sequence[Montage], *, scenes_by_id: Mapping[str, Scene],
+    videos_by_id: Mapping[str, Video], out_dir: Path, cache_dir: Path, params: RenderParams,
+) -> RenderReport:
+    """:func:`render_montages` of ``montages`` on one thread (a batch of the second wave:
+    their clips are cached, so each montage is a stream-copy join).
+
+    Raises:
+        See :func:`render_montages`.
+    """
+    return render_montages(montages, scenes_by_id=scenes_by_id, videos_by_id=videos_by_id,
+                           out_dir=out_dir, cache_dir=cache_dir,
+                           params=params.model_copy(update={"workers": 1}))
+
+
+def batch_counts(plan: RenderPlan, clips: Iterable[ClipResult],
+                 joined: Iterable[RenderReport]) -> dict[str, int]:
+    """What a render in batches did: montages planned, joined and already current; clips
+    encoded and found cached in the first wave, and clips the joins still had to encode
+    (``join_misses``: 0 unless the cache lost a clip between the waves)."""
+    made, reports = list(clips), list(joined)
+    return {"montages": len(plan.jobs), "rendered": sum(len(r.montages) for r in reports),
+            "skipped": len(plan.jobs) - len(plan.todo),
+            "clips_encoded": sum(1 for c in made if not c.hit),
+            "clips_cached": sum(1 for c in made if c.hit),
+            "join_misses": sum(r.cache_misses for r in reports)}
 
 
 def montage_job(

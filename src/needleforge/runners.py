@@ -11,6 +11,9 @@ prefect-dask and prefect-ray are optional extras: they are imported only when ch
 missing one is a :class:`~needleforge.errors.ConfigError` that says what to install. An
 address is checked with a TCP connect before the flow starts, so an unreachable cluster fails
 in seconds with the address named rather than after the client's long connect timeout.
+
+This module also owns the task runner every flow is declared with
+(:func:`default_task_runner`). Prefect is imported only when a runner is made.
 """
 
 from __future__ import annotations
@@ -19,12 +22,13 @@ import argparse
 import importlib
 import re
 import socket
-from typing import Any, TypeVar
-
-from prefect.task_runners import TaskRunner, ThreadPoolTaskRunner
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from needleforge.config import RunnerParams
 from needleforge.errors import ConfigError
+
+if TYPE_CHECKING:
+    from prefect.task_runners import TaskRunner
 
 #: Seconds a reachability check waits for a TCP connection to a cluster address.
 CONNECT_TIMEOUT_S = 3.0
@@ -80,6 +84,8 @@ def make_task_runner(params: RunnerParams) -> TaskRunner[Any]:
             cluster address cannot be reached (host and port named).
     """
     if params.kind == "threads":
+        from prefect.task_runners import ThreadPoolTaskRunner
+
         runner: TaskRunner[Any] = ThreadPoolTaskRunner(max_workers=params.workers)
         return runner
     if params.kind == "dask":
@@ -104,6 +110,18 @@ def make_task_runner(params: RunnerParams) -> TaskRunner[Any]:
     local_ray: TaskRunner[Any] = module.RayTaskRunner(
         init_kwargs={"num_cpus": params.workers, "include_dashboard": False})
     return local_ray
+
+
+def default_task_runner() -> TaskRunner[Any]:
+    """The task runner a flow is declared with: the one the default ``runner:`` section
+    describes (threads, ``RunnerParams().workers`` of them: one per core of the 2-core
+    machines we target; each task already uses threads inside ffmpeg, cv2 or a model).
+
+    It runs a flow called as is (a test, a deployment's subflow); ``run_*`` and ``main`` swap
+    it for the params file's runner with :func:`with_runner`. A fresh one per flow: runners
+    hold a pool.
+    """
+    return make_task_runner(RunnerParams())
 
 
 def with_runner(flow: _F, params: RunnerParams) -> _F:
