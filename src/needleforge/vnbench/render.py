@@ -16,9 +16,20 @@ is a montage (:func:`~needleforge.media.render.render_montage`) of:
   cached piece's bytes never depend on which other stills were missing with it.
 
 So a sample costs at most two small encodes (its edited seconds, its new stills) plus a
-byte-copy join, whatever the haystack's length. A rendered sample has a ``.json`` sidecar
-with the hash of everything that made it; a sample whose video and sidecar match is not
-rendered again.
+byte-copy join, whatever the haystack's length — once the haystack clip is cached, which
+costs a full encode of the haystack (:func:`render_sample`).
+
+:func:`render_sample_from_source` skips that cache when it can: a haystack source already
+at the profile (H.264 8-bit 4:2:0, the profile's size and rate, IDR pictures at most
+:data:`~needleforge.vnbench.splice.MAX_GOP_S` apart around the needles) is cut by its own
+GOPs (:mod:`~needleforge.vnbench.splice`), and only the GOPs holding a needle are encoded.
+Other sources fall back to the cached clip, built only then, with the reason returned and
+recorded. Spliced samples keep the profile's size and rate, so a release's videos stay
+uniform; their untouched GOPs keep the source's bitrate instead of the profile's crf.
+
+A rendered sample has a ``.json`` sidecar with the hash of everything that made it, the
+route (``cache`` or ``source-gops``) and the fallback's reason; a sample whose video and
+sidecar match is not rendered again.
 """
 
 from __future__ import annotations
@@ -29,13 +40,12 @@ import json
 import os
 import tempfile
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import ffmpeg
 import numpy as np
-from PIL import Image
 
 from needleforge.config import RenderParams
 from needleforge.media.cache import (
@@ -47,58 +57,38 @@ from needleforge.media.cache import (
     run_ffmpeg_measured,
     video_encoder_options,
 )
+from needleforge.media.gop import Refusal
 from needleforge.media.outputs import write_text_atomic
 from needleforge.media.render import Piece, RenderedVideo, encode_piece, render_montage
-from needleforge.vnbench.assets import RGB, load_rgb
+from needleforge.vnbench.assets import RGB
 from needleforge.vnbench.frames import second_bytes
-from needleforge.vnbench.records import Needle, Region, VNBenchSample
+from needleforge.vnbench.pictures import overlay_canvas, still_frame
+from needleforge.vnbench.records import Needle, VNBenchSample
+from needleforge.vnbench.splice import MAX_GOP_S, SPLICE_VERSION, render_spliced
 from needleforge.vnbench.text import TextStyle, drawtext_options, write_textfile
 
 #: Bump when how samples are drawn or joined changes (invalidates sidecars and pieces).
 RENDER_VERSION = 2  # 2: each still piece has its own encoder
 
 
+Route = Literal["cache", "source-gops"]
+
+
 @dataclasses.dataclass(frozen=True, slots=True)
 class SampleRender:
-    """A sample's video: ``skipped`` when an up-to-date render was already there."""
+    """A sample's video: ``skipped`` when an up-to-date render was already there.
+
+    ``route`` says how it was made: ``cache`` (a montage of the cached haystack clip) or
+    ``source-gops`` (spliced from the source's own GOPs, :mod:`~needleforge.vnbench.splice`);
+    ``fallback`` why the source's GOPs were not used when they were asked for.
+    """
 
     sample_id: str
     path: Path
     skipped: bool
     cpu_s: float
-
-
-def fit_region(size: tuple[int, int], *, width: int, height: int) -> Region:
-    """Where a picture of ``size`` (w, h) lands when fitted into the frame and centred."""
-    img_w, img_h = size
-    scale = min(width / img_w, height / img_h)
-    w, h = max(1, round(img_w * scale)), max(1, round(img_h * scale))
-    return Region(x=(width - w) // 2, y=(height - h) // 2, width=w, height=h)
-
-
-def still_frame(image: Path, *, width: int, height: int) -> RGB:
-    """The frame of an inserted still: the image fitted into the frame on black.
-
-    Raises:
-        VNBenchError: when the image cannot be read.
-    """
-    rgb = Image.fromarray(load_rgb(image))
-    box = fit_region(rgb.size, width=width, height=height)
-    frame = Image.new("RGB", (width, height), (0, 0, 0))
-    frame.paste(rgb.resize((box.width, box.height), Image.Resampling.LANCZOS), (box.x, box.y))
-    return np.asarray(frame, dtype=np.uint8)
-
-
-def overlay_canvas(image: Path, *, regions: Sequence[Region], width: int, height: int
-                   ) -> Image.Image:
-    """A transparent frame-sized RGBA canvas with a copy of ``image`` in each region."""
-    with Image.open(image) as opened:
-        picture = opened.convert("RGBA")
-    canvas = Image.new("RGBA", (width, height), (0, 0, 0, 0))
-    for region in regions:
-        copy = picture.resize((region.width, region.height), Image.Resampling.LANCZOS)
-        canvas.alpha_composite(copy, (region.x, region.y))
-    return canvas
+    route: Route = "cache"
+    fallback: str | None = None
 
 
 def file_sha256(path: Path) -> str:
@@ -249,14 +239,19 @@ def montage_pieces(sample: VNBenchSample, *, haystack_clip: Path, edit_clip: Pat
     return pieces
 
 
-def render_hash(sample: VNBenchSample, *, profile: RenderParams, style: TextStyle) -> str:
-    """Hash of everything that decides a sample's pixels (plan, assets, profile, font)."""
+def render_hash(sample: VNBenchSample, *, profile: RenderParams, style: TextStyle,
+                source_gops: bool = False) -> str:
+    """Hash of everything that decides a sample's pixels (plan, assets, profile, font), and,
+    with ``source_gops``, the splice rules (which decide whether the source's GOPs are used)."""
     assets = sorted({n.asset for n in sample.needles if n.asset is not None})
-    payload = {"v": RENDER_VERSION, "cache": CACHE_VERSION, "sample": sample.to_dict(),
-               "assets": [file_sha256(Path(a)) for a in assets],
-               "profile": profile.model_dump(mode="json", exclude={"workers"}),
-               "style": [file_sha256(style.font_path), style.size_frac, style.colour,
-                         style.border_colour]}
+    payload: dict[str, Any] = {
+        "v": RENDER_VERSION, "cache": CACHE_VERSION, "sample": sample.to_dict(),
+        "assets": [file_sha256(Path(a)) for a in assets],
+        "profile": profile.model_dump(mode="json", exclude={"workers"}),
+        "style": [file_sha256(style.font_path), style.size_frac, style.colour,
+                  style.border_colour]}
+    if source_gops:
+        payload["splice"] = {"v": SPLICE_VERSION, "max_gop_s": MAX_GOP_S}
     return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()
                           ).hexdigest()
 
@@ -265,39 +260,94 @@ def render_sample(
     sample: VNBenchSample, *, haystack_clip: Path, out: Path, profile: RenderParams,
     style: TextStyle, piece_root: Path, work_root: Path,
 ) -> SampleRender:
-    """Write ``sample``'s video to ``out`` (mp4) unless an up-to-date one is there.
+    """Write ``sample``'s video to ``out`` (mp4) from the cached haystack clip, unless an
+    up-to-date one is there.
 
     Raises:
         MediaError: when ffmpeg fails or the joined video does not match the plan;
         VNBenchError: when an image asset cannot be read.
     """
     digest = render_hash(sample, profile=profile, style=style)
-    sidecar = out.with_suffix(".json")
-    if out.is_file() and sidecar.is_file() and _sidecar_hash(sidecar) == digest:
+    if _up_to_date(out, digest):
         return SampleRender(sample.sample_id, out, skipped=True, cpu_s=0.0)
     work_root.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix=f"{sample.sample_id}.", dir=work_root) as tmp:
-        work = Path(tmp)
-        edits = [n for n in sample.needles if n.method == "edit"]
-        cpu_s, edit_clip = 0.0, None
-        if edits:
-            edit_clip = work / "edits.h264"
-            cpu_s += edit_piece(haystack_clip, edits=edits, out=edit_clip, profile=profile,
-                                style=style, work=work).cpu_s
-        inserts, piece_cpu_s = insert_pieces(sample.needles, profile=profile, root=piece_root,
-                                             work=work)
-        cpu_s += piece_cpu_s
-        pieces = montage_pieces(sample, haystack_clip=haystack_clip, edit_clip=edit_clip,
-                                insert_clips=inserts)
-        cpu_s += render_montage(pieces, out, profile=profile, name=sample.sample_id).cpu_s
-    write_text_atomic(sidecar, json.dumps({"render_hash": digest, "sample_id": sample.sample_id}),
-                      what=f"VNBench sample {sample.sample_id}")
+        cpu_s = _render_cached(sample, haystack_clip=haystack_clip, out=out, profile=profile,
+                               style=style, piece_root=piece_root, work=Path(tmp))
+    _write_sidecar(out, digest, sample_id=sample.sample_id, route="cache", fallback=None)
     return SampleRender(sample.sample_id, out, skipped=False, cpu_s=cpu_s)
 
 
-def _sidecar_hash(sidecar: Path) -> str | None:
+def render_sample_from_source(
+    sample: VNBenchSample, *, haystack_clip: Callable[[], Path], out: Path,
+    profile: RenderParams, style: TextStyle, piece_root: Path, work_root: Path,
+) -> SampleRender:
+    """Write ``sample``'s video to ``out`` from its haystack source's own GOPs (no haystack
+    cache, see :mod:`~needleforge.vnbench.splice`), or, when they cannot be used, from the
+    cached haystack clip that ``haystack_clip()`` returns (building it only then).
+
+    The reason for a fallback is returned (``fallback``) and kept in the sidecar.
+
+    Raises:
+        MediaError: naming the haystack source when it cannot be read (a truncated or
+            damaged file is an error, not a fallback), or when ffmpeg fails;
+        VNBenchError: when an image asset cannot be read.
+    """
+    digest = render_hash(sample, profile=profile, style=style, source_gops=True)
+    if _up_to_date(out, digest):
+        return SampleRender(sample.sample_id, out, skipped=True, cpu_s=0.0,
+                            route=_sidecar(out).get("route", "cache"),
+                            fallback=_sidecar(out).get("fallback"))
+    work_root.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix=f"{sample.sample_id}.", dir=work_root) as tmp:
+        done = render_spliced(sample, out=out, profile=profile, style=style, work=Path(tmp))
+        if isinstance(done, Refusal):
+            route: Route = "cache"
+            cpu_s = _render_cached(sample, haystack_clip=haystack_clip(), out=out,
+                                   profile=profile, style=style, piece_root=piece_root,
+                                   work=Path(tmp))
+        else:
+            route, cpu_s = "source-gops", done.cpu_s
+    fallback = done.reason if isinstance(done, Refusal) else None
+    _write_sidecar(out, digest, sample_id=sample.sample_id, route=route, fallback=fallback)
+    return SampleRender(sample.sample_id, out, skipped=False, cpu_s=cpu_s, route=route,
+                        fallback=fallback)
+
+
+def _render_cached(sample: VNBenchSample, *, haystack_clip: Path, out: Path,
+                   profile: RenderParams, style: TextStyle, piece_root: Path, work: Path
+                   ) -> float:
+    """The montage of the cached haystack clip (see module doc); the CPU seconds spent."""
+    edits = [n for n in sample.needles if n.method == "edit"]
+    cpu_s, edit_clip = 0.0, None
+    if edits:
+        edit_clip = work / "edits.h264"
+        cpu_s += edit_piece(haystack_clip, edits=edits, out=edit_clip, profile=profile,
+                            style=style, work=work).cpu_s
+    inserts, piece_cpu_s = insert_pieces(sample.needles, profile=profile, root=piece_root,
+                                         work=work)
+    cpu_s += piece_cpu_s
+    pieces = montage_pieces(sample, haystack_clip=haystack_clip, edit_clip=edit_clip,
+                            insert_clips=inserts)
+    return cpu_s + render_montage(pieces, out, profile=profile, name=sample.sample_id).cpu_s
+
+
+def _write_sidecar(out: Path, digest: str, *, sample_id: str, route: Route,
+                   fallback: str | None) -> None:
+    record = {"render_hash": digest, "sample_id": sample_id, "route": route}
+    if fallback is not None:
+        record["fallback"] = fallback
+    write_text_atomic(out.with_suffix(".json"), json.dumps(record),
+                      what=f"VNBench sample {sample_id}")
+
+
+def _up_to_date(out: Path, digest: str) -> bool:
+    return out.is_file() and _sidecar(out).get("render_hash") == digest
+
+
+def _sidecar(out: Path) -> dict[str, Any]:
     try:
-        value = json.loads(sidecar.read_text("utf-8")).get("render_hash")
-    except (OSError, ValueError, AttributeError):
-        return None
-    return value if isinstance(value, str) else None
+        value = json.loads(out.with_suffix(".json").read_text("utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return value if isinstance(value, dict) else {}
