@@ -86,3 +86,33 @@ bench: $(STAMP)
 
 clean-demo:
 	rm -rf data dvc.lock
+
+# RAM++ in its own environment (the `ram_plus` tagger's sidecar; README "Backends in their own
+# environment"). RAM++'s code needs transformers 4.x, timm 0.4.12, fairscale and a torchvision
+# built for its torch; the main .venv keeps transformers 5 and the CPU torch. Its code is not on
+# PyPI: RAM_SRC is the recognize-anything repository at a pinned commit, or a local checkout or
+# tarball of it (`make ram-env RAM_SRC=/path/to/recognize-anything`) where GitHub is out of
+# reach. PyPI's torch is a CUDA build (~3 GB of NVIDIA libraries, CPU works too); for a CPU-only
+# one pass RAM_PIP_ARGS="--index-url <PyTorch CPU wheel index>". Then set
+# objects.tagger_options: {python: .venv-ram/bin/python, checkpoint: …}.
+RAM_VENV := .venv-ram
+RAM_PY := $(RAM_VENV)/bin/python
+RAM_SRC ?= git+https://github.com/xinyu1205/recognize-anything.git@7cb804a8609e9f4b1a50b7f31436d2df40bb9481
+RAM_TORCH ?= torch==2.8.0 torchvision==0.23.0
+RAM_DEPS := transformers==4.55.4 timm==0.4.12 fairscale==0.4.4 scipy==1.17.1 numpy pillow
+RAM_PIP_ARGS ?=
+.PHONY: ram-env
+ram-env: $(RAM_VENV)/.installed
+
+$(RAM_VENV)/.installed:
+	test -x $(RAM_PY) || $(PYTHON) -m venv $(RAM_VENV)
+	$(RAM_PY) -m pip install --quiet --no-compile $(RAM_PIP_ARGS) $(RAM_TORCH)
+	$(RAM_PY) -m pip install --quiet --no-compile $(RAM_DEPS)
+	# `ram` declares no dependencies of its own (they are the lines above).
+	$(RAM_PY) -m pip install --quiet --no-compile --no-deps "$(RAM_SRC)"
+	$(RAM_PY) -I -W ignore -c "import importlib, importlib.metadata as m; \
+		importlib.import_module('ram.models.ram_plus'); \
+		print('RAM++ env:', ', '.join(p + ' ' + m.version(p) for p in \
+		('ram', 'torch', 'torchvision', 'transformers', 'timm', 'fairscale')))"
+	@echo "RAM++ environment ready: objects.tagger_options: {python: $(RAM_PY)}"
+	touch $@

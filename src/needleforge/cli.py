@@ -18,7 +18,7 @@ from rich.console import Console
 from needleforge import __version__
 from needleforge.cli_evaluate import evaluate, leaderboard, score
 from needleforge.cli_release import publish, pull
-from needleforge.cli_support import counts_table, rejection_table
+from needleforge.cli_support import counts_table, print_reason_groups, rejection_table
 from needleforge.config import DEFAULT_DB, PARAMS_HELP, Params, resolve_params
 from needleforge.errors import NeedleforgeError
 
@@ -170,8 +170,6 @@ def represent(db: DbOption = DEFAULT_DB, params_path: ParamsOption = None) -> No
 @_user_errors
 def nemo(db: DbOption = DEFAULT_DB, params_path: ParamsOption = None) -> None:
     """NeMo stage 2: targets, written questions, negatives, short montages, self-verification."""
-    from collections import Counter
-
     from needleforge.pipeline import generate_store
 
     with console.status("writing and verifying NeMo questions…"):
@@ -186,9 +184,13 @@ def nemo(db: DbOption = DEFAULT_DB, params_path: ParamsOption = None) -> None:
     if cost is not None:
         console.print(f"  negative check: {len(result.rejected_negatives)} negative(s) passed "
                       f"over; {cost.describe()}", highlight=False)
-    reasons = Counter(s.reason.split(":")[0] for s in result.skipped)
-    for reason, n in reasons.most_common(5):
-        console.print(f"  skipped {n}× {reason}", highlight=False)
+    # A describe skip reads "<describer name>: <why>"; a name may hold ":" (qwen2.5vl:7b)
+    # but not ": ", so the why starts after the first ": ".
+    print_reason_groups(console, "skipped", [
+        (s.stage, s.reason.split(": ", 1)[-1] if s.stage == "describe" else s.reason)
+        for s in result.skipped])
+    print_reason_groups(console, "failed verification", [
+        ("verify", v.reason) for v in result.verifications if not v.passed])
 
 
 @app.command()
@@ -215,9 +217,10 @@ def expand(db: DbOption = DEFAULT_DB, params_path: ParamsOption = None) -> None:
             console.print(f"  {cell.bucket}/{cell.needles}/{cell.needle_type}: made "
                           f"{cell.made} of {cell.wanted} wanted ({cell.eligible} eligible)",
                           highlight=False)
-    for shortfall in result.shortfalls[:5]:
-        console.print(f"  short: {shortfall.bucket}/{shortfall.needles}: {shortfall.reason}",
-                      highlight=False)
+    print_reason_groups(console, "short", [(f"{f.bucket}/{f.needles}", f.reason)
+                                   for f in result.shortfalls])
+    print_reason_groups(console, "failed verification", [
+        ("verify", v.reason) for v in result.verifications if not v.passed])
     console.print(table.to_markdown(), markup=False, highlight=False)
 
 

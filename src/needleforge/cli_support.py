@@ -1,16 +1,18 @@
 """Helpers of the ``needleforge`` command line that are not commands.
 
 Kept apart from :mod:`needleforge.cli` so that module stays a list of thin commands: the
-refused-rows table (``ingest``, ``status``), the store summary table (``status``), the
-choice of a model adapter by name and the run it makes (``evaluate``) and the error wrapper of
-the commands defined in other modules (:mod:`needleforge.cli_release`).
+refused-rows table (``ingest``, ``status``), the store summary table (``status``), skip and
+failure reasons grouped by kind (``nemo``, ``expand``) and the error wrapper of the commands
+defined in other modules (:mod:`needleforge.cli_release`, :mod:`needleforge.cli_evaluate`).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import ParamSpec, TypeVar
 
+from rich.console import Console
 from rich.table import Table
 
 from needleforge.records import IngestRejection
@@ -38,6 +40,29 @@ def counts_table(title: str, counts: Mapping[str, int]) -> Table:
     for name, n in counts.items():
         table.add_row(name, str(n))
     return table
+
+
+def print_reason_groups(console: Console, what: str, reasons: list[tuple[str, str]], *,
+                        limit: int = 5) -> None:
+    """Print ``(where, why)`` pairs grouped by ``where`` and the kind of ``why`` (its ids,
+    numbers, quoted text, lists and URLs masked), most common first, each with one example:
+    40 skips for one dead server read as one line that says why."""
+    varying = re.compile(r"https?://\S*[^\s:]|(?<!\w)'[^']*'|\"[^\"]*\"|\[[^\]]*\]"
+                         r"|\{.*\}|(?<!HTTP )\b[\w.-]*\d(?:[\w.:-]*[\w.-])?")
+    groups: dict[tuple[str, str], list[str]] = {}
+    for where, why in reasons:
+        groups.setdefault((where, varying.sub("…", why)), []).append(why)
+    ranked = sorted(groups.items(), key=lambda item: -len(item[1]))
+    for (where, kind), whys in ranked[:limit]:
+        console.print(f"  {what} {len(whys)}× {where}: {kind[:160]}", highlight=False,
+                      markup=False, soft_wrap=True)
+        if whys[0] != kind:
+            console.print(f"    e.g. {whys[0][:240]}", highlight=False, markup=False,
+                          soft_wrap=True)
+    if len(ranked) > limit:
+        rest = sum(len(whys) for _, whys in ranked[limit:])
+        console.print(f"  … and {rest} more {what} of {len(ranked) - limit} other kind(s)",
+                      highlight=False, soft_wrap=True)
 
 
 def user_errors(func: Callable[P, R]) -> Callable[P, R]:

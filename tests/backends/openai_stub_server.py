@@ -8,8 +8,15 @@ it is wrong. Valid requests are answered from a scripted queue (:func:`answer`, 
 :func:`raw`), and once the queue is empty by echoing the request's last text part, which lets
 concurrent callers check they got their own answer back.
 
-Every request is recorded (:class:`Recorded`). Use it as a context manager: it binds only to
-127.0.0.1, and leaving the block shuts it down and wakes any handler still holding a slow reply.
+Every chat request is recorded (:class:`Recorded`). Use it as a context manager: it binds only
+to 127.0.0.1, and leaving the block shuts it down and wakes any handler still holding a slow
+reply.
+
+Given ``models``, it behaves like a server serving those ids: ``GET {base}/models`` lists them
+as OpenAI's ``{"object": "list", "data": [{"id": ...}]}`` and a chat request naming another
+model gets vLLM's 404 ("The model `x` does not exist."). Without ``models`` it has no model
+list (``GET /models`` answers 404, as some gateways do) and accepts any model. GETs are
+counted in ``model_listings``, not recorded as chat requests.
 """
 
 from __future__ import annotations
@@ -146,9 +153,12 @@ class _Server(ThreadingHTTPServer):
 class ChatStubServer:
     """A scripted chat-completions server; ``url`` is the base URL a client is given."""
 
-    def __init__(self, *, api_key: str | None = None, base_path: str = "/v1") -> None:
+    def __init__(self, *, api_key: str | None = None, base_path: str = "/v1",
+                 models: tuple[str, ...] | None = None) -> None:
         self.api_key = api_key
         self.base_path = base_path
+        self.models = models
+        self.model_listings = 0
         self._lock = threading.Lock()
         self._queue: deque[Reply] = deque()
         self._records: list[Recorded] = []
@@ -209,6 +219,26 @@ class ChatStubServer:
         except (BrokenPipeError, ConnectionResetError):
             pass  # the client gave up (its timeout): nothing left to tell it
 
+    def handle_get(self, handler: BaseHTTPRequestHandler) -> None:
+        """Answer ``GET {base}/models`` with the served ids (404 without ``models``)."""
+        headers = {k.lower(): v for k, v in handler.headers.items()}
+        with self._lock:
+            self.model_listings += 1
+        if handler.path != f"{self.base_path}/models" or self.models is None:
+            reply = error(404, f"no route {handler.path}")
+        elif self.api_key and headers.get("authorization") != f"Bearer {self.api_key}":
+            reply = error(401, "invalid api key")
+        else:
+            data = [{"id": m, "object": "model", "created": 0, "owned_by": "stub"}
+                    for m in self.models]
+            reply = raw({"object": "list", "data": data})
+        assert reply.body is not None
+        handler.send_response(reply.status)
+        handler.send_header("Content-Type", "application/json")
+        handler.send_header("Content-Length", str(len(reply.body)))
+        handler.end_headers()
+        handler.wfile.write(reply.body)
+
     def _reply(self, path: str, headers: dict[str, str], body: Any) -> Reply:
         """Record the request; a validation error, or the next scripted reply, or an echo."""
         parts: list[tuple[str, Any]] = []
@@ -220,6 +250,8 @@ class ChatStubServer:
                 problem = error(401, "invalid api key")
             else:
                 parts = _check_request(body)
+                if self.models is not None and body["model"] not in self.models:
+                    problem = error(404, f"The model `{body['model']}` does not exist.")
         except _BadRequest as exc:
             problem = error(400, str(exc))
         with self._lock:
@@ -248,6 +280,9 @@ def _handler_for(stub: ChatStubServer) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         def do_POST(self) -> None:
             stub.handle(self)
+
+        def do_GET(self) -> None:
+            stub.handle_get(self)
 
         def log_message(self, format: str, *args: Any) -> None:
             pass  # keep pytest output clean; tests read ``stub.requests`` instead

@@ -53,7 +53,8 @@ def _hermetic_env(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.fixture
 def stub() -> Iterator[ChatStubServer]:
-    with ChatStubServer() as server:
+    """A server serving ``MODEL``: every writer built here passes the model check first."""
+    with ChatStubServer(models=(MODEL,)) as server:
         yield server
 
 

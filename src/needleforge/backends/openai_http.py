@@ -13,8 +13,10 @@ Typical use::
     reply = client.chat(video_messages(frames, "When is the red car seen?", style="interleaved"))
     reply.text, reply.attempts, reply.version
 
-A :class:`ChatClient` holds immutable configuration only and opens a connection per request, so
-one instance can serve every thread of a pool.
+A :class:`ChatClient` holds configuration (and whether its model check passed) and opens a
+connection per request, so one instance can serve every thread of a pool. Before a stage's
+first request, :meth:`ChatClient.check_model` asks the server's ``GET /models`` whether it
+serves ``model``: the id must equal one the server lists, exactly.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ import json
 import math
 import os
 import ssl
+import threading
 import time
 import types
 import urllib.parse
@@ -46,6 +49,8 @@ TimedFrame: TypeAlias = tuple[float, RGBImage]
 
 #: Statuses worth another try: the server is busy, overloaded or broken for a moment.
 RETRY_STATUSES = frozenset({408, 429, 500, 502, 503, 504})
+#: Statuses of ``GET /models`` meaning "this server lists no models" rather than a failure.
+_NO_MODEL_LIST = frozenset({404, 405, 501})
 _SNIPPET_CHARS = 300
 
 
@@ -202,11 +207,31 @@ def _retry_after_s(response: httpx.Response) -> float | None:
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class _Failure:
-    """One failed try: what to say about it, whether to try again, how long the server asks."""
+    """One failed try: what to say about it, its kind (``HTTP 400``, ``ConnectError``,
+    ``timeout``), whether to try again, how long the server asks."""
 
     message: str
+    kind: str
     retryable: bool
     retry_after_s: float | None = None
+
+
+class ChatError(BackendError):
+    """A request to the endpoint failed; ``kind`` says how in a few words (``HTTP 400``,
+    ``ConnectError``, ``timeout``, ``bad answer``), so callers can tell one failure repeated
+    from different ones without reading the message."""
+
+    def __init__(self, message: str, *, kind: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+
+    def __reduce__(self) -> tuple[object, tuple[str, str]]:
+        # pickled across process boundaries (Dask/Ray): ``kind`` is keyword-only
+        return (_chat_error, (str(self), self.kind))
+
+
+def _chat_error(message: str, kind: str) -> ChatError:
+    return ChatError(message, kind=kind)
 
 
 class ChatClient:
@@ -220,6 +245,10 @@ class ChatClient:
     The API key comes from ``api_key``, else the environment variable named by ``api_key_env``;
     without one no ``Authorization`` header is sent (local servers need none). It never appears
     in ``repr`` or error messages.
+
+    :meth:`check_model` asks the server (``GET {base_url}/models``) whether it serves
+    ``model``, once per client: a stage calls it before its first request, so a wrong model id
+    or a dead server stops it before any work.
     """
 
     def __init__(self, base_url: str, *, model: str, api_key: str | None = None,
@@ -265,6 +294,9 @@ class ChatClient:
         # Loading CA certificates takes ~30 ms: one context serves every request (httpx would
         # otherwise build one per client, even for plain http).
         self._ssl_context: ssl.SSLContext = httpx.create_ssl_context()
+        # The only state that changes: whether check_model has passed (checked once).
+        self._check_lock = threading.Lock()
+        self._model_checked = False
 
     def __repr__(self) -> str:
         return f"ChatClient({self.base_url!r}, model={self.model!r})"
@@ -274,50 +306,116 @@ class ChatClient:
         """Send ``messages`` and return the model's answer, retrying transient failures.
 
         Raises:
-            BackendError: on a non-retryable status, when every try failed, or when the answer
-                lacks ``choices[0].message.content``; the message names the URL, the status
-                and the start of the response body.
+            ChatError: (a BackendError) on a non-retryable status, when every try failed, or
+                when the answer lacks ``choices[0].message.content``; the message names the
+                URL, the status and the start of the response body.
         """
         if not messages:
             raise BackendError("messages must hold at least one message")
         payload = {"model": self.model, "messages": list(messages),
                    "temperature": self.temperature if temperature is None else temperature,
                    "max_tokens": self.max_tokens if max_tokens is None else max_tokens}
-        body = json.dumps(payload).encode("utf-8")
+        response, attempts, latency_s = self._exchange(
+            "POST", self.url, json.dumps(payload).encode("utf-8"))
+        return self._parse(response, attempts=attempts, latency_s=latency_s)
+
+    def served_models(self) -> tuple[str, ...] | None:
+        """The model ids the server lists at ``GET {base_url}/models`` (OpenAI's
+        ``{"data": [{"id": ...}]}``), retrying as :meth:`chat` does; None when the server has
+        no such route (HTTP 404, 405 or 501: not every gateway lists its models).
+
+        Raises:
+            ChatError: the server does not answer (the message names the URL and asks whether
+                it is running), refuses the request (401 and other statuses), or answers
+                something that is not a model list.
+        """
+        url = f"{self.base_url}/models"
+        try:
+            response, _, _ = self._exchange("GET", url, None, unlisted=_NO_MODEL_LIST)
+        except ChatError as exc:
+            if exc.kind.startswith("HTTP"):
+                raise
+            raise ChatError(f"no answer from the model server at {self.base_url} ({exc}); "
+                            "is it running, and is base_url right?", kind=exc.kind) from None
+        if response.status_code in _NO_MODEL_LIST:
+            return None
+        try:
+            data = response.json()
+            ids = tuple(str(item["id"]) for item in data["data"])
+        except (json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError) as exc:
+            raise ChatError(f"GET {url}: HTTP {response.status_code}: not an OpenAI model list "
+                            f"({type(exc).__name__}: {exc}): {self._snippet(response.text)}",
+                            kind="bad answer") from None
+        return ids
+
+    def check_model(self) -> None:
+        """Refuse a ``model`` the server does not list, naming the ones it does; the first
+        call asks the server, later ones return at once. A server without a model list is
+        not checked (its first chat request will say whether the model exists).
+
+        Raises:
+            ChatError: as :meth:`served_models` does.
+            BackendError: the server lists models and ``model`` is not one of them.
+        """
+        with self._check_lock:
+            if self._model_checked:
+                return
+            served = self.served_models()
+            if served is not None and self.model not in served:
+                listed = ", ".join(repr(m) for m in served[:20]) or "(none)"
+                more = f" and {len(served) - 20} more" if len(served) > 20 else ""
+                raise BackendError(
+                    f"the model server at {self.base_url} does not serve model "
+                    f"{self.model!r}; it serves {listed}{more} (GET {self.base_url}/models). "
+                    "Set model: to one of these ids exactly")
+            self._model_checked = True
+
+    def _exchange(self, method: Literal["GET", "POST"], url: str, body: bytes | None, *,
+                  unlisted: frozenset[int] = frozenset()) -> tuple[httpx.Response, int, float]:
+        """The response (2xx, or a status in ``unlisted``), the attempts it took and the
+        latency of the successful one, retrying transient failures.
+
+        Raises:
+            ChatError: on a non-retryable failure, or when every try failed.
+        """
         attempt = 0
         while True:
             attempt += 1
             started = time.monotonic()
-            outcome = self._post(body)
+            outcome = self._send(method, url, body, unlisted=unlisted)
             if isinstance(outcome, httpx.Response):
-                return self._parse(outcome, attempts=attempt,
-                                   latency_s=time.monotonic() - started)
+                return outcome, attempt, time.monotonic() - started
             if not outcome.retryable:
-                raise BackendError(f"POST {self.url}: {outcome.message}")
+                raise ChatError(f"{method} {url}: {outcome.message}", kind=outcome.kind)
             if attempt > self.max_retries:
-                raise BackendError(f"POST {self.url}: gave up after {attempt} attempts; "
-                                   f"last: {outcome.message}")
+                raise ChatError(f"{method} {url}: gave up after {attempt} attempts; "
+                                f"last: {outcome.message}", kind=outcome.kind)
             time.sleep(self._delay_s(attempt, outcome.retry_after_s))
 
-    def _post(self, body: bytes) -> httpx.Response | _Failure:
-        """One try: the 2xx response, or why it failed and whether another try may help."""
+    def _send(self, method: str, url: str, body: bytes | None, *,
+              unlisted: frozenset[int]) -> httpx.Response | _Failure:
+        """One try: the response, or why it failed and whether another try may help."""
         try:
             # A client per request: no connection pool is shared between threads.
             with httpx.Client(timeout=self.timeout_s, verify=self._ssl_context) as client:
-                response = client.post(self.url, content=body, headers=dict(self._headers))
+                response = client.request(method, url, content=body,
+                                          headers=dict(self._headers))
         except httpx.TimeoutException as exc:
-            return _Failure(f"timed out after {self.timeout_s:g} s ({type(exc).__name__})", True)
+            return _Failure(f"timed out after {self.timeout_s:g} s ({type(exc).__name__})",
+                            "timeout", True)
         except (httpx.NetworkError, httpx.RemoteProtocolError) as exc:
-            return _Failure(f"{type(exc).__name__}: {self._snippet(str(exc))}", True)
+            name = type(exc).__name__
+            return _Failure(f"{name}: {self._snippet(str(exc))}", name, True)
         except httpx.HTTPError as exc:
-            return _Failure(f"{type(exc).__name__}: {self._snippet(str(exc))}", False)
-        if response.is_success:
+            name = type(exc).__name__
+            return _Failure(f"{name}: {self._snippet(str(exc))}", name, False)
+        if response.is_success or response.status_code in unlisted:
             return response
         status = response.status_code
         message = f"HTTP {status}: {self._snippet(response.text)}"
         if status in RETRY_STATUSES:
-            return _Failure(message, True, _retry_after_s(response))
-        return _Failure(message, False)
+            return _Failure(message, f"HTTP {status}", True, _retry_after_s(response))
+        return _Failure(message, f"HTTP {status}", False)
 
     def _delay_s(self, attempt: int, retry_after_s: float | None) -> float:
         """Seconds to wait before try ``attempt + 1``; the server's wish wins, within the cap."""
@@ -332,9 +430,12 @@ class ChatClient:
         try:
             data = response.json()
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            raise BackendError(f"{where}: response is not JSON ({exc}): "
-                               f"{self._snippet(response.text)}") from exc
-        text, finish = _content(data, where=where, snippet=self._snippet(response.text))
+            raise ChatError(f"{where}: response is not JSON ({exc}): "
+                            f"{self._snippet(response.text)}", kind="bad answer") from exc
+        try:
+            text, finish = _content(data, where=where, snippet=self._snippet(response.text))
+        except BackendError as exc:
+            raise ChatError(str(exc), kind="bad answer") from None
         fingerprint = data.get("system_fingerprint")
         fingerprint = fingerprint if isinstance(fingerprint, str) and fingerprint else None
         usage = data.get("usage")

