@@ -102,7 +102,7 @@ class RamPlusTagger:
         device: str = "cpu",
         python: Path | str | None = None,
         timeout_s: float = 120.0,
-        load_timeout_s: float = 900.0,
+        load_timeout_s: float = 15 * 60.0,
     ) -> None:
         _check_image_size(image_size)
         checkpoint_file, vocab_dir = _require_ram_plus(checkpoint, bert_dir, python=python)
