@@ -191,6 +191,14 @@ class VideoKeyframes:
         also = f" + middles of {self.also_per_scene}" if extra and self.also_per_scene else ""
         return f"{spacing}at least {self.per_scene} per scene{also}, side {self.max_side}"
 
+    def rewind(self) -> None:
+        """Forget where each open video's decoder stands, so the next frame asked for is
+        reached by a seek: what a scene then decodes to depends on that scene alone, not on
+        which scene this source decoded before (a worker of
+        :meth:`~needleforge.nemo.probe.TiledProbe.look_ahead` gets scenes in no fixed order)."""
+        for video in self._open.values():
+            video.frames, video.last = None, None
+
     def close(self) -> None:
         """Close every open video (the cache stays usable)."""
         while self._open:

@@ -18,6 +18,13 @@ For every target (:mod:`~needleforge.nemo.targets`), in a stable order:
    question whose negatives the tables got wrong;
 3. let the verifier judge the written needle against the montage's own negatives.
 
+With ``workers`` (2 by default), the probe's scans of every scene a montage may draw and
+the looking verifier's detections on each planned montage's frames run ahead on worker
+threads (:mod:`~needleforge.nemo.ahead`), and targets are planned up to
+:data:`PLAN_AHEAD` ahead of their verdicts; each result is taken where the steps above ask
+for it, so the result is the one of the serial order (``workers=0``), on both cores
+(measured in ``docs/performance.md``).
+
 Every question gets a verdict; only passed ones are releasable (:meth:`GenerationResult.
 releasable`). Targets that got no question are listed in ``skipped`` with the reason. Each
 target draws from its own ``random.Random`` seeded by the stage seed and its id, so adding
@@ -32,8 +39,9 @@ from __future__ import annotations
 
 import dataclasses
 import random
+from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, Literal, TypeAlias
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias, runtime_checkable
 
 from needleforge.backends.registry import Registry
 from needleforge.backends.writing import (
@@ -47,9 +55,10 @@ from needleforge.backends.writing import (
 )
 from needleforge.config import NemoParams
 from needleforge.errors import NemoError
+from needleforge.nemo.ahead import Workers, default_workers
 from needleforge.nemo.negatives import excluded_terms, select_negatives
 from needleforge.nemo.plan import PlanSkip, plan_short_montage, question_id_for
-from needleforge.nemo.probe import NegativeProbe, Refusal
+from needleforge.nemo.probe import NegativeProbe, Refusal, TiledProbe
 from needleforge.nemo.tables import SceneTables, index_tables
 from needleforge.nemo.targets import Target, select_targets
 from needleforge.records import (
@@ -65,11 +74,20 @@ from needleforge.records import (
 )
 from needleforge.records.phrases import normalize
 
+if TYPE_CHECKING:
+    from needleforge.backends.embedded.eyes import Submit
+
 #: Decodes a scene's keyframes (with their times) for backends that look at pixels; None =
 #: tables only. It is called for the target and every negative of each montage, so a scene
 #: used by several montages is asked for more than once: cache inside it when decoding is
 #: costly (:class:`~needleforge.nemo.frames.VideoKeyframes` does).
 KeyframeSource: TypeAlias = Callable[[Scene], Sequence[Keyframe]]
+#: Fewer scenes than this to scan ahead, and a verifier that does not look ahead: not worth
+#: the workers' own models (a few seconds to load); everything runs in order instead.
+MIN_SCANS_AHEAD = 4
+#: Targets planned ahead of the verdicts when looking ahead: enough to keep the workers fed
+#: with the verifier's frames, few enough that waiting requests hold little memory.
+PLAN_AHEAD = 32
 #: Options a factory receives from :class:`NemoParams` when it accepts them and params.yaml's
 #: ``*_options`` do not set them: one seed and one abstract list for the whole stage.
 _SHARED_OPTIONS: tuple[str, ...] = ("seed", "abstract_labels", "scene_top_tags")
@@ -123,6 +141,29 @@ class _Made:
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
+class _Planned:
+    """A montage and its question, waiting for the verifier's verdict on ``request``."""
+
+    montage: Montage
+    question: Question
+    request: VerifyRequest
+
+
+@runtime_checkable
+class LooksAhead(Protocol):
+    """A verifier that can have the looking for a request done ahead on worker threads
+    (:class:`~needleforge.backends.embedded.verifier.LookingVerifier`)."""
+
+    def look_ahead(self, request: VerifyRequest, submit: Submit) -> int:
+        """Queue the work :meth:`Verifier.verify` will need for ``request``."""
+        ...
+
+    def drop_ahead(self) -> int:
+        """Forget queued work no verdict asked for."""
+        ...
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
 class _Backends:
     describer: Describer
     verifier: Verifier
@@ -145,11 +186,15 @@ def generate(
     verifier: Verifier,
     keyframes: KeyframeSource | None = None,
     probe: NegativeProbe | None = None,
+    workers: int | None = None,
 ) -> GenerationResult:
     """Targets → short montage plans → written needles → verdicts, for the given videos.
 
     Scenes of videos not in ``videos`` are ignored. ``probe`` (see
     :func:`~needleforge.nemo.probe.build_probe`) checks object targets' negatives.
+    ``workers`` threads (default :func:`~needleforge.nemo.ahead.default_workers`) scan and
+    look ahead (module docstring); 0 does everything in order on this thread. Either way
+    the result is the same.
 
     Raises:
         NemoError: a tag or object of an unknown scene, a scene listed twice, or a describer
@@ -159,23 +204,75 @@ def generate(
     tables = index_tables(scenes, tags=tags, objects=objects,
                           video_ids=[v.video_id for v in videos])
     backends = _Backends(describer, verifier, keyframes, probe)
-    made: list[_Made] = []
-    skipped: list[SkipRecord] = []
+    targets = select_targets(tables, params=params)
     rejected: list[RejectedNegative] = []
-    for target in select_targets(tables, params=params):
-        outcome = _generate_one(target, tables, params=params, backends=backends,
-                                rejected=rejected)
-        if isinstance(outcome, SkipRecord):
-            skipped.append(outcome)
-        else:
-            made.append(outcome)
+    count = default_workers() if workers is None else workers
+    ahead = _to_scan_ahead(targets, tables, params=params, probe=probe)
+    if count < 1 or (len(ahead) < MIN_SCANS_AHEAD and not isinstance(verifier, LooksAhead)):
+        outcomes = [_verified(_plan_one(target, tables, params=params, backends=backends,
+                                        rejected=rejected), backends) for target in targets]
+    else:
+        with Workers(count) as pool:
+            outcomes = _generate_ahead(targets, tables, params=params, backends=backends,
+                                       rejected=rejected, workers=pool, scan=ahead)
+    made = [o for o in outcomes if isinstance(o, _Made)]
     return GenerationResult(
         montages=tuple(m.montage for m in made),
         questions=tuple(m.question for m in made),
         verifications=tuple(m.verification for m in made),
-        skipped=tuple(skipped),
+        skipped=tuple(o for o in outcomes if isinstance(o, SkipRecord)),
         rejected_negatives=tuple(rejected),
     )
+
+
+def _to_scan_ahead(targets: Sequence[Target], tables: SceneTables, *, params: NemoParams,
+                   probe: NegativeProbe | None) -> list[Scene]:
+    """The scenes a :class:`TiledProbe` could scan ahead (drawable, not scanned yet)."""
+    if not isinstance(probe, TiledProbe):
+        return []
+    return [s for s in drawable_scenes(targets, tables, params=params) if not probe.has_scan(s)]
+
+
+def _generate_ahead(
+    targets: Sequence[Target], tables: SceneTables, *, params: NemoParams,
+    backends: _Backends, rejected: list[RejectedNegative], workers: Workers,
+    scan: Sequence[Scene],
+) -> list[_Made | SkipRecord]:
+    """:func:`generate` with the scans and the looking done ahead on ``workers``: ``scan``
+    (every scene a montage may draw) is queued for the probe first; each planned montage's
+    frames are queued for the verifier as soon as it is planned; verdicts follow in target
+    order, at most :data:`PLAN_AHEAD` targets behind the planning. Describer, keyframe
+    source, probe and verifier are asked in the serial order."""
+    if isinstance(backends.probe, TiledProbe):
+        backends.probe.look_ahead(scan, workers)
+    looker = backends.verifier if isinstance(backends.verifier, LooksAhead) else None
+    try:
+        planned: deque[_Planned | SkipRecord] = deque()
+        outcomes: list[_Made | SkipRecord] = []
+        for target in targets:
+            step = _plan_one(target, tables, params=params, backends=backends,
+                             rejected=rejected)
+            if looker is not None and isinstance(step, _Planned):
+                looker.look_ahead(step.request, workers.submit)
+            planned.append(step)
+            if len(planned) > PLAN_AHEAD:  # bounds the keyframes held by waiting requests
+                outcomes.append(_verified(planned.popleft(), backends))
+        return outcomes + [_verified(step, backends) for step in planned]
+    finally:
+        if isinstance(backends.probe, TiledProbe):
+            backends.probe.drop_ahead()
+        if looker is not None:
+            looker.drop_ahead()
+
+
+def drawable_scenes(targets: Sequence[Target], tables: SceneTables, *,
+                    params: NemoParams) -> list[Scene]:
+    """Every scene a montage of ``targets`` may take as a negative (and so the probe may
+    scan): those at least ``min_negative_s`` long of the targets' videos, by video in target
+    order, then by scene index (the order planning goes)."""
+    videos = dict.fromkeys(t.video_id for t in targets)
+    return [scene for video_id in videos for scene in tables.scenes_by_video[video_id]
+            if scene.duration_s + 1e-9 >= params.min_negative_s]
 
 
 def _acceptor(
@@ -200,10 +297,12 @@ def _acceptor(
     return accept
 
 
-def _generate_one(
+def _plan_one(
     target: Target, tables: SceneTables, *, params: NemoParams, backends: _Backends,
     rejected: list[RejectedNegative],
-) -> _Made | SkipRecord:
+) -> _Planned | SkipRecord:
+    """Write ``target``'s needle, plan its montage and build the verifier's request (the
+    keyframes of its negatives decoded now, in the serial order), or why it was skipped."""
     rng = random.Random(f"nemo-plan:{params.seed}:{target.needle_type}:{target.target_id}")
     base = tables.view(target.scene)
     view = TargetView(base.scene, base.tags, base.objects, target.target_object,
@@ -236,12 +335,19 @@ def _generate_one(
         template_id=written.template_id, backend=backends.describer.name,
         model_version=backends.describer.version,
     )
-    verdict = backends.verifier.verify(VerifyRequest(
+    return _Planned(plan, question, VerifyRequest(
         target.needle_type, written.description, written.question, view,
         _negative_views(plan, tables, backends=backends)))
-    verification = Verification(question.question_id, backends.verifier.name,
+
+
+def _verified(step: _Planned | SkipRecord, backends: _Backends) -> _Made | SkipRecord:
+    """The verifier's verdict on a planned montage's question (skips pass through)."""
+    if isinstance(step, SkipRecord):
+        return step
+    verdict = backends.verifier.verify(step.request)
+    verification = Verification(step.question.question_id, backends.verifier.name,
                                 backends.verifier.version, verdict.passed, verdict.reason)
-    return _Made(plan, question, verification)
+    return _Made(step.montage, step.question, verification)
 
 
 def _negative_views(

@@ -25,6 +25,9 @@ scale, frame spacing, grid, threshold). The pipeline stores scans in the ``negat
 (expand), a rerun with another seed, or a resumed flow never looks at a scene twice, and the
 store shows why each negative was refused. :func:`scan_scenes` scans a video's scenes ahead
 of planning, one task per video (the generate flow fans it out on its runner).
+:meth:`TiledProbe.look_ahead` does the same inside one process (stage 2 from the CLI): the
+scans run on worker threads, each with a probe of its own, and :meth:`TiledProbe.scan` takes
+them in the order planning asks, so the scans kept are those a serial run would have made.
 
 **The instance check** (:mod:`~needleforge.nemo.instance`, ``check_instances``) rides on the
 same probe: where the label is not seen, :meth:`TiledProbe.evidence` also searches the scene
@@ -37,8 +40,10 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import operator
 import time
 from collections.abc import Callable, Collection, Iterable, Sequence
+from concurrent.futures import Future
 from types import TracebackType
 from typing import Literal, Protocol, runtime_checkable
 
@@ -50,6 +55,7 @@ from needleforge.backends.embedded.confirm import NEGATIVE_POSE_MIN_KEYPOINTS, P
 from needleforge.backends.registry import Registry
 from needleforge.backends.writing import Keyframe
 from needleforge.config import NemoParams
+from needleforge.nemo.ahead import WORKER_MODEL_THREADS, Workers
 from needleforge.nemo.frames import VERIFY_PER_SCENE, VideoKeyframes
 from needleforge.nemo.instance import InstanceCost, InstanceMatcher
 from needleforge.nemo.targets import Target
@@ -80,6 +86,15 @@ class Refusal:
         return f"{self.check} check: {self.sighting.describe()}"
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Look:
+    """One scene looked at: its scan and what that cost (frames given to the detector)."""
+
+    scan: SceneScan
+    detected: int
+    seconds: float
+
+
 @runtime_checkable
 class NegativeProbe(Protocol):
     """Answers "does ``scene`` show the object target after all?" for negative candidates."""
@@ -93,7 +108,8 @@ class NegativeProbe(Protocol):
 
 @dataclasses.dataclass(slots=True)
 class ProbeCost:
-    """What the probe spent: scenes looked at, frames, detector calls, seconds (wall)."""
+    """What the probe spent: scenes looked at, frames, detector calls, seconds (wall, summed
+    over the worker threads when the scans were made ahead)."""
 
     scenes: int = 0
     frames: int = 0
@@ -136,6 +152,8 @@ class TiledProbe:
         pose_only: times of a scene's frames that get the pose check only, not the
             detector (e.g. :meth:`VideoKeyframes.extra_times`: the frames a verifier will be
             shown, looked at for people at 12 ms a frame instead of 0.4-0.8 s of detection).
+        worker: makes a probe with the same :attr:`key` and models of its own, for
+            :meth:`look_ahead` (:func:`build_probe` gives one); None: no looking ahead.
 
     Raises:
         ValueError: a bad grid or ``min_score`` outside [0, 1].
@@ -147,7 +165,8 @@ class TiledProbe:
                  instances: InstanceMatcher | None = None,
                  pose: Callable[[RGBImage], FloatArray] | None = None,
                  pose_min_keypoints: int = POSE_MIN_KEYPOINTS,
-                 pose_only: Callable[[Scene], Collection[float]] | None = None) -> None:
+                 pose_only: Callable[[Scene], Collection[float]] | None = None,
+                 worker: Callable[[], TiledProbe] | None = None) -> None:
         tile_grid(64, 64, cols=cols, rows=rows, overlap=overlap)  # validates the grid
         if not 0.0 <= min_score <= 1.0:
             raise ValueError(f"min_score = {min_score!r} must be in [0, 1]")
@@ -164,6 +183,8 @@ class TiledProbe:
         self._pose, self._pose_min, self._pose_only = pose, pose_min_keypoints, pose_only
         self._scans: dict[str, SceneScan] = {}
         self._new: list[str] = []
+        self._worker = worker
+        self._ahead: dict[str, Future[_Look]] = {}
         self.instances = instances
         self.cost = ProbeCost(instances=instances.cost if instances is not None else None)
 
@@ -231,7 +252,9 @@ class TiledProbe:
         return max(found, key=lambda s: s.score, default=None)
 
     def scan(self, scene: Scene) -> SceneScan:
-        """Everything the probe sees in ``scene`` (looked at once, then kept).
+        """Everything the probe sees in ``scene`` (looked at once, then kept). A scene queued
+        by :meth:`look_ahead` is taken from its worker (waiting for it when still running),
+        and counts as made now: :meth:`new_scans` lists scans in the order asked for.
 
         Raises:
             MediaError: the scene's video cannot be decoded (raised by the frame source).
@@ -240,6 +263,63 @@ class TiledProbe:
         cached = self._scans.get(scene.scene_id)
         if cached is not None:
             return cached
+        ahead = self._ahead.pop(scene.scene_id, None)
+        look = ahead.result() if ahead is not None and not ahead.cancelled() else \
+            self._look(scene)
+        self.cost.scenes += 1
+        self.cost.frames += look.scan.n_frames
+        self.cost.detector_calls += look.detected * self.cols * self.rows
+        self.cost.seconds += look.seconds
+        self._scans[scene.scene_id] = look.scan
+        self._new.append(scene.scene_id)
+        return look.scan
+
+    def has_scan(self, scene: Scene) -> bool:
+        """Whether ``scene`` is scanned already (made here, or preloaded)."""
+        return scene.scene_id in self._scans
+
+    def look_ahead(self, scenes: Iterable[Scene], workers: Workers) -> int:
+        """Queue ``scenes`` (those not scanned or queued yet) to be scanned on ``workers``,
+        each worker with its own probe from ``worker``; :meth:`scan` then takes the results
+        in the order it is asked. Returns how many were queued (0 without ``worker``).
+
+        Why not scan them here: the scans are the stage's largest cost and planning asks for
+        them one at a time; ahead, they run on every worker while planning goes on.
+        """
+        if self._worker is None:
+            return 0
+        queued = 0
+        for scene in scenes:
+            if scene.scene_id in self._scans or scene.scene_id in self._ahead:
+                continue
+            self._ahead[scene.scene_id] = workers.submit(
+                self._worker, operator.methodcaller("look_for", scene=scene, key=self.key))
+            queued += 1
+        return queued
+
+    def drop_ahead(self) -> int:
+        """Forget queued scans no plan asked for (never stored: a serial run would not have
+        made them); returns how many there were. Close the workers first to stop them."""
+        dropped = len(self._ahead)
+        self._ahead.clear()
+        return dropped
+
+    def look_for(self, *, scene: Scene, key: str) -> _Look:
+        """:meth:`scan`'s work on ``scene`` for a probe whose :attr:`key` is ``key``, kept
+        nowhere (a worker's job for :meth:`look_ahead`).
+
+        Raises:
+            ValueError: this probe's key is not ``key`` (it would look differently).
+            MediaError, BackendError: as :meth:`scan`.
+        """
+        if key != self.key:
+            raise ValueError(f"worker probe key {self.key!r} differs from {key!r}")
+        if isinstance(self._frames, VideoKeyframes):
+            self._frames.rewind()  # the scene's frames must not depend on the worker's last job
+        return self._look(scene)
+
+    def _look(self, scene: Scene) -> _Look:
+        """Decode ``scene``'s frames and look at each (detector, pose): its scan."""
         started = time.perf_counter()
         best: dict[str, Sighting] = {}
         frames = self._frames(scene)
@@ -259,14 +339,8 @@ class TiledProbe:
                                                     or det.score > best[name].score):
                     best[name] = Sighting(scene.scene_id, name, det.score, det.t_s, det.box)
         sightings = tuple(best[name] for name in sorted(best))
-        self.cost.scenes += 1
-        self.cost.frames += len(frames)
-        self.cost.detector_calls += detected * self.cols * self.rows
-        self.cost.seconds += time.perf_counter() - started
         scan = SceneScan(scene.scene_id, self.key, len(frames), sightings)
-        self._scans[scene.scene_id] = scan
-        self._new.append(scene.scene_id)
-        return scan
+        return _Look(scan, detected, time.perf_counter() - started)
 
     def _body(self, scene: Scene, frame: Keyframe) -> Sighting | None:
         """A ``person`` sighting when the whole frame shows a body pose (see ``pose``)."""
@@ -305,33 +379,53 @@ def build_probe(
     with ``check_pose``, the frames the verifier will be shown
     (:data:`~needleforge.nemo.frames.VERIFY_PER_SCENE` a scene) get the pose check too.
     With ``check_instances`` it also runs the instance check at ``check_instance_min_score``
-    on the same frames. Use it as a context manager, or call ``close()``.
+    on the same frames. Use it as a context manager, or call ``close()``. Its
+    :meth:`~TiledProbe.look_ahead` builds one more such probe (label check only) per worker.
 
     Raises:
         BackendError: an unknown detector, bad options, or a missing model file.
     """
     if not params.check_negatives:
         return None
+    by_id = {v.video_id: v for v in videos}
+
+    def worker() -> TiledProbe:
+        # Label scans only (the instance check runs where the targets are).
+        return _build(params, by_id, registry, for_worker=True, instances=False)
+
+    return _build(params, by_id, registry, for_worker=False,
+                  instances=params.check_instances, worker=worker)
+
+
+def _build(params: NemoParams, by_id: dict[str, Video], registry: Registry, *,
+           for_worker: bool, instances: bool,
+           worker: Callable[[], TiledProbe] | None = None) -> TiledProbe:
+    """:func:`build_probe`'s probe. ``for_worker``: a look-ahead worker's, its models on
+    :data:`WORKER_MODEL_THREADS` (the workers are the parallelism; the detector's when its
+    factory takes ``num_threads`` and ``check_detector_options`` do not set it)."""
+    threads = WORKER_MODEL_THREADS if for_worker else None
     options: dict[str, object] = {"score_threshold": params.check_min_score}
-    if "input_scale" in registry.accepts("detector", params.check_detector):
+    accepted = registry.accepts("detector", params.check_detector)
+    if "input_scale" in accepted:
         options["input_scale"] = params.check_input_scale
+    if for_worker and "num_threads" in accepted:
+        options["num_threads"] = WORKER_MODEL_THREADS
     detector = registry.create("detector", params.check_detector,
                                **(options | dict(params.check_detector_options)))
-    by_id = {v.video_id: v for v in videos}
     # Two scenes cached: the instance check looks at the scene the label scan just decoded.
     # With the pose check, the frames the verifier will be shown are decoded in the same pass
     # and looked at for people (pose only: cheap); the detector keeps to the dense frames.
     frames = VideoKeyframes(by_id, per_scene=1, every_s=params.check_every_s,
                             also_per_scene=VERIFY_PER_SCENE if params.check_pose else 0,
                             max_side=params.check_max_side, max_cached=2)
-    instances = None
-    if params.check_instances:
+    matcher = None
+    if instances:
         exact = VideoKeyframes(by_id, per_scene=1, max_side=params.check_max_side,
                                max_open=2, max_cached=1)
         # The instance check keeps to the dense frames (the extra ones are for people).
-        instances = InstanceMatcher(frames.without_extra, exact.frame_at,
-                                    min_score=params.check_instance_min_score,
-                                    frames_spec=frames.spec_without_extra, on_close=exact.close)
+        matcher = InstanceMatcher(frames.without_extra, exact.frame_at,
+                                  min_score=params.check_instance_min_score,
+                                  frames_spec=frames.spec_without_extra, on_close=exact.close)
     extra = dict(params.check_detector_options)
     spec = f"{detector.name}@{detector.version}" + (f" {json.dumps(extra, sort_keys=True)}"
                                                     if extra else "")
@@ -339,11 +433,13 @@ def build_probe(
     if params.check_pose:
         from needleforge.backends.embedded.pose import EmbeddedPose  # a model: load lazily
 
-        pose = EmbeddedPose().keypoint_scores
+        pose = (EmbeddedPose() if threads is None else EmbeddedPose(num_threads=threads)
+                ).keypoint_scores
     return TiledProbe(detector, frames, cols=params.check_cols, rows=params.check_rows,
                       overlap=params.check_overlap, min_score=params.check_min_score,
-                      detector_spec=spec, instances=instances, pose=pose,
-                      pose_only=frames.extra_times if pose is not None else None)
+                      detector_spec=spec, instances=matcher, pose=pose,
+                      pose_only=frames.extra_times if pose is not None else None,
+                      worker=worker)
 
 
 def scan_scenes(

@@ -107,17 +107,35 @@ class EmbeddedDetector:
         # OpenCV 5 picks its new DNN engine by default, which ran this graph at ~100 ms per
         # frame against ~50 ms for the classic one (same detections); OpenCV 4 has only the
         # classic engine and no ``engine`` argument.
-        engine = getattr(cv2.dnn, "ENGINE_CLASSIC", None)
-        try:
-            if engine is None:
-                self._net: cv2.dnn.Net = cv2.dnn.readNetFromTensorflow(str(graph), str(text_graph))
-            else:
-                self._net = cv2.dnn.readNetFromTensorflow(str(graph), str(text_graph), engine)
-        except cv2.error as exc:
-            raise BackendError(f"OpenCV cannot load the SSD graph {graph}: {exc}") from exc
+        self._files = (str(graph), str(text_graph))
+        self._net: cv2.dnn.Net = self._load()
+        self._net_size: tuple[int, int] | None = None
         self.version: str = model_version(graph, distribution=OPENPIBO_DISTRIBUTION)
         if input_scale is not None:  # another input size finds other things: say so
             self.version += f"+input-scale-{input_scale:g}"
+
+    def _load(self) -> cv2.dnn.Net:
+        import cv2
+
+        engine = getattr(cv2.dnn, "ENGINE_CLASSIC", None)
+        try:
+            if engine is None:
+                return cv2.dnn.readNetFromTensorflow(*self._files)
+            return cv2.dnn.readNetFromTensorflow(*self._files, engine)
+        except cv2.error as exc:
+            raise BackendError(f"OpenCV cannot load the SSD graph {self._files[0]}: {exc}"
+                               ) from exc
+
+    def _net_for(self, size: tuple[int, int]) -> cv2.dnn.Net:
+        """The net for a ``size`` input. OpenCV computes the graph's prior boxes for the
+        first input size a net sees and keeps them for every later size (measured: a 768x432
+        frame after a 960x540 one came out with its boxes shifted by up to 3 % of the
+        frame), so a net serves one size and another size gets a fresh net (~0.5 s): the
+        detections of a frame do not depend on the frames detected before it."""
+        if self._net_size is not None and size != self._net_size:
+            self._net = self._load()
+        self._net_size = size
+        return self._net
 
     def input_size(self, width: int, height: int) -> tuple[int, int]:
         """The ``(width, height)`` a ``width`` x ``height`` frame is resized to for the graph."""
@@ -142,12 +160,11 @@ class EmbeddedDetector:
         rgb = ensure_rgb(image)
         import cv2
 
-        blob = cv2.dnn.blobFromImage(
-            rgb, scalefactor=1.0, size=self.input_size(rgb.shape[1], rgb.shape[0]),
-            swapRB=False, crop=False
-        )
-        self._net.setInput(blob)
-        rows = np.asarray(self._net.forward(), dtype=np.float64).reshape(-1, 7)
+        size = self.input_size(rgb.shape[1], rgb.shape[0])
+        blob = cv2.dnn.blobFromImage(rgb, scalefactor=1.0, size=size, swapRB=False, crop=False)
+        net = self._net_for(size)
+        net.setInput(blob)
+        rows = np.asarray(net.forward(), dtype=np.float64).reshape(-1, 7)
         return decode_rows(
             rows,
             t_s=t_s,

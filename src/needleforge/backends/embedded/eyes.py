@@ -8,14 +8,24 @@ until a rule asks for it: a verifier that fails every question on its tables nev
 model. Frames are cached by ``(scene id, t_s, image shape)``, so the same scene time must
 always carry the same picture (what :class:`~needleforge.nemo.frames.VideoKeyframes` gives).
 Not thread-safe.
+
+**Looking ahead.** :meth:`Eyes.look_ahead` has the SSD x1.5 detections of frames a verdict
+will need computed on worker threads (each with its own detector, configured as this one),
+while the caller does other work; :meth:`Eyes.detections` then takes a frame's result from
+its job instead of running the model, but only when the frame it is asked about is the very
+picture the job looked at (same array, or equal pixels), so a verdict sees exactly the
+detections it would have computed itself. A job that failed raises there, as the model would
+have; one that was cancelled (the caller's workers closed) is computed here.
 """
 
 from __future__ import annotations
 
+import operator
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future
 from pathlib import Path
-from typing import TypeVar
+from typing import Protocol, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -39,6 +49,17 @@ from needleforge.records.phrases import holds, is_person, normalize
 
 _K = TypeVar("_K")
 _V = TypeVar("_V")
+_M = TypeVar("_M")
+_R = TypeVar("_R")
+_FrameKey = tuple[str, float, tuple[int, ...]]
+
+
+class Submit(Protocol):
+    """Runs ``job(model)`` on a worker thread, ``model`` being that thread's own ``make()``
+    (made once per thread and ``make``); e.g. ``needleforge.nemo.ahead.Workers.submit``."""
+
+    def __call__(self, make: Callable[[], _M], job: Callable[[_M], _R], /) -> Future[_R]:
+        ...
 
 
 class Eyes:
@@ -59,8 +80,8 @@ class Eyes:
         self._pose: EmbeddedPose | None = None
         self._indices: dict[str, npt.NDArray[np.intp]] | None = None
         self._vocabulary: tuple[str, ...] | None = None
-        self._found: OrderedDict[tuple[str, float, tuple[int, ...]], list[Detection]] = \
-            OrderedDict()
+        self._found: OrderedDict[_FrameKey, list[Detection]] = OrderedDict()
+        self._ahead: dict[_FrameKey, tuple[RGBImage, Future[list[Detection]]]] = {}
 
     def _tagger_model(self) -> EmbeddedTagger:
         if self._tagger is None:
@@ -102,18 +123,53 @@ class Eyes:
         return count is not None and count >= c.POSE_MIN_KEYPOINTS
 
     def detections(self, scene_id: str) -> Callable[[Keyframe], list[Detection]]:
-        """Per-frame SSD x1.5 detections of ``scene_id``'s keyframes, cached by frame time."""
+        """Per-frame SSD x1.5 detections of ``scene_id``'s keyframes, cached by frame time
+        (taken from a :meth:`look_ahead` job when one looked at this very picture)."""
         def detect(frame: Keyframe) -> list[Detection]:
             key = (scene_id, frame.t_s, frame.image.shape)
             if key not in self._found:
-                if self._detector is None:
-                    self._detector = EmbeddedDetector(
-                        score_threshold=self._min_score, num_threads=self._threads,
-                        models_dir=self._models_dir, input_scale=c.REDETECT_SCALE)
-                self._remember(self._found, key, self._detector.detect(frame.image,
-                                                                       t_s=frame.t_s))
+                ahead = self._ahead.pop(key, None)
+                if ahead is not None and not ahead[1].cancelled() and (
+                        ahead[0] is frame.image or np.array_equal(ahead[0], frame.image)):
+                    found = ahead[1].result()
+                else:
+                    found = self._model().detect(frame.image, t_s=frame.t_s)
+                self._remember(self._found, key, found)
             return self._found[key]
         return detect
+
+    def look_ahead(self, scene_id: str, frames: Sequence[Keyframe], submit: Submit) -> int:
+        """Queue the detections of ``frames`` (those neither cached nor queued) on worker
+        threads through ``submit``; returns how many were queued (module docstring)."""
+        queued = 0
+        for frame in frames:
+            key = (scene_id, frame.t_s, frame.image.shape)
+            if key in self._found or key in self._ahead:
+                continue
+            self._ahead[key] = (frame.image, submit(
+                self._worker_model, operator.methodcaller("detect", frame.image, t_s=frame.t_s)))
+            queued += 1
+        return queued
+
+    def drop_ahead(self) -> int:
+        """Forget queued detections never asked for (their jobs are not stopped: close the
+        workers first); returns how many there were."""
+        dropped = len(self._ahead)
+        self._ahead.clear()
+        return dropped
+
+    def _model(self) -> EmbeddedDetector:
+        if self._detector is None:
+            self._detector = self._new_detector(self._threads)
+        return self._detector
+
+    def _worker_model(self) -> EmbeddedDetector:
+        """A worker thread's own detector (one thread: the workers are the parallelism)."""
+        return self._new_detector(1)
+
+    def _new_detector(self, threads: int) -> EmbeddedDetector:
+        return EmbeddedDetector(score_threshold=self._min_score, num_threads=threads,
+                                models_dir=self._models_dir, input_scale=c.REDETECT_SCALE)
 
     def _remember(self, cache: OrderedDict[_K, _V], key: _K, value: _V) -> None:
         cache[key] = value

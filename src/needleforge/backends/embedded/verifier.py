@@ -53,7 +53,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from needleforge.backends.embedded import confirm as c
-from needleforge.backends.embedded.eyes import Eyes
+from needleforge.backends.embedded.eyes import Eyes, Submit
 from needleforge.backends.embedded.labels import COCO_LABELS
 from needleforge.backends.embedded.writer import EmbeddedVerifier, verify_object, verify_scene
 from needleforge.backends.writing import Keyframe, SceneView, TargetView, Verdict, VerifyRequest
@@ -152,6 +152,31 @@ class LookingVerifier(EmbeddedVerifier):
             confirmed.append(winner)
         labels = sorted({t for t, _ in claims if t in _COCO})
         return self._negatives_verdict(request, labels, tables.reason, confirmed)
+
+    def look_ahead(self, request: VerifyRequest, submit: Submit) -> int:
+        """Queue, on worker threads through ``submit``, the SSD x1.5 detections
+        :meth:`verify` will look at for ``request`` — every frame of its negatives when the
+        question names a COCO label, and the target's frames the writer did not use — so
+        that :meth:`verify`, called later, finds them computed (:meth:`Eyes.look_ahead`:
+        the same detections, hence the same verdict). Nothing when the tables refuse it.
+        Returns how many frames were queued."""
+        obj = request.target.target_object
+        tables = verify_object(request) if obj is not None else verify_scene(request)
+        if not tables.passed:
+            return 0
+        target = request.target
+        queued = self._eyes.look_ahead(target.scene.scene_id, c.other_frames(
+            target.keyframes, used_s=self._used_times(target), tolerance_s=self._same_s),
+            submit)
+        if any(t in _COCO for t, _ in self._claims(request)):
+            for negative in request.negatives:
+                queued += self._eyes.look_ahead(negative.scene.scene_id, negative.keyframes,
+                                                submit)
+        return queued
+
+    def drop_ahead(self) -> int:
+        """Forget detections :meth:`look_ahead` queued that no verdict asked for."""
+        return self._eyes.drop_ahead()
 
     def _used_times(self, target: TargetView) -> list[float]:
         """Times of the writer's frames: the target scene's boxes and the keyframe clock."""
