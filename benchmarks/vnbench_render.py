@@ -24,6 +24,11 @@ episode, 640x360) and rendered two ways:
   the sample falls back to building its own haystack clip, counted too. It is compared with
   the cached path's cost for one sample (haystack encode + sample) and amortized over the
   haystack's 9 samples (haystack encode / 9 + sample), printed as ratios.
+* *stage* — :func:`needleforge.vnbench.build_vnbench` whole (needle filter with the
+  embedded embedder, 9 samples on one haystack of each ``--stage-lengths``, 2 render
+  threads, at the 25 fps profile) from empty caches, with ``reuse_source_gops`` off (every
+  haystack cached first) and on (the filter reads the source; nothing cached unless a
+  sample falls back); the built-in images and the embedder's load are outside the timing.
 
 Figures are wall seconds per sample (the goal is stated in wall time) and CPU seconds (all
 ffmpeg children, read with ``os.wait4``, plus this process's own time for the baseline's
@@ -37,6 +42,7 @@ import collections
 import dataclasses
 import datetime as dt
 import hashlib
+import json
 import math
 import os
 import shutil
@@ -47,9 +53,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO
 
+import numpy as np
 from PIL import Image, ImageDraw, ImageFont
 
-from needleforge.config import ProgramParams, RenderParams, StudioParams
+from needleforge.backends import default_registry
+from needleforge.backends.embedder import ImageEmbedder
+from needleforge.config import ProgramParams, RenderParams, StudioParams, VNBenchParams
 from needleforge.media import probe
 from needleforge.media.cache import (
     ClipSpec,
@@ -61,6 +70,7 @@ from needleforge.media.cache import (
 from needleforge.media.ffmpeg import ffmpeg_binary
 from needleforge.records import Authorization, Video, video_id_for
 from needleforge.studio import build_studio
+from needleforge.vnbench import build_vnbench
 from needleforge.vnbench.assets import build_builtin_images, load_image_sets
 from needleforge.vnbench.clips import ClipSet
 from needleforge.vnbench.compose import Layout, compose_sample
@@ -210,7 +220,7 @@ class Row:
 
 
 def run_length(video: Video, *, length: int, profile: RenderParams, out: Path, style: TextStyle,
-               baseline_tasks: list[str]) -> Row:
+               baseline_tasks: list[str], max_gop_s: float) -> Row:
     work = out / f"fps{profile.fps}-l{length}"
     shutil.rmtree(work, ignore_errors=True)
     start = min(10, whole_seconds(video.media.duration_s) - length)
@@ -235,13 +245,14 @@ def run_length(video: Video, *, length: int, profile: RenderParams, out: Path, s
                 sample.duration_s * profile.fps)
     nocache = {sample.task: no_cache_sample(sample, clip_spec=ClipSpec(
         Path(video.stored_path), float(start), float(start + length), source_id=video.sha256),
-        work=work, profile=profile, style=style)
+        work=work, profile=profile, style=style, max_gop_s=max_gop_s)
         for sample in compose_all(haystack, out=out, profile=profile)}
     return Row(profile.fps, length, haystack_wall_s, ours, naive, nocache)
 
 
 def no_cache_sample(sample: VNBenchSample, *, clip_spec: ClipSpec, work: Path,
-                    profile: RenderParams, style: TextStyle) -> tuple[float, float, str]:
+                    profile: RenderParams, style: TextStyle, max_gop_s: float
+                    ) -> tuple[float, float, str]:
     """(wall s, CPU s, route) of one sample from the source's GOPs, every cost included; a
     fallback builds its own haystack clip (in a cache of its own) and pays for it."""
     own = work / "nocache" / sample.task
@@ -249,7 +260,7 @@ def no_cache_sample(sample: VNBenchSample, *, clip_spec: ClipSpec, work: Path,
     done = render_sample_from_source(
         sample, haystack_clip=lambda: SceneClipCache(own / "haystack", profile=profile).ensure(
             clip_spec).path, out=work / "nocache" / sample.video, profile=profile, style=style,
-        piece_root=own / "pieces", work_root=own / "tmp")
+        piece_root=own / "pieces", work_root=own / "tmp", max_gop_s=max_gop_s)
     wall = time.perf_counter() - began
     return wall, done.cpu_s, done.route if done.fallback is None else f"cache ({done.fallback})"
 
@@ -313,25 +324,65 @@ def report_no_cache(rows: list[Row]) -> None:
               f"(max {worst:.2f} s)")
 
 
+def stage_row(video: Video, *, length: int, out: Path, reuse: bool, max_gop_s: float,
+              embedder: ImageEmbedder) -> str:
+    """One markdown row: the whole stage's wall time on one haystack of ``length`` s."""
+    root = out / f"stage-{'source' if reuse else 'cache'}-{length}"
+    shutil.rmtree(root, ignore_errors=True)
+    build_builtin_images(root / "cache")  # the same in both routes: not timed
+    params = VNBenchParams(samples_per_subtask=1, min_haystack_s=length, max_haystack_s=length,
+                           builtin_clips=False, reuse_source_gops=reuse, max_gop_s=max_gop_s)
+    began = time.perf_counter()
+    result = build_vnbench(videos=[video], params=params, out_dir=root / "out",
+                           cache_dir=root / "cache", render=RenderParams(), embedder=embedder)
+    wall = time.perf_counter() - began
+    routes = collections.Counter(json.loads(p.with_suffix(".json").read_text())["route"]
+                                 for p in result.videos)
+    clips = len(list((root / "cache" / "vnbench-haystacks").rglob("*.h264")))
+    return (f"| {'source GOPs' if reuse else 'cache'} | {length} s | {len(result.videos)} | "
+            f"{wall:.2f} | {wall / max(1, len(result.videos)):.2f} | {clips} | "
+            f"{'; '.join(f'{n} {r}' for r, n in routes.items())} |")
+
+
+def report_stage(video: Video, *, lengths: list[int], out: Path, max_gop_s: float) -> None:
+    embedder = default_registry().create("image_embedder", "embedded")
+    embedder.embed([np.zeros((64, 64, 3), dtype=np.uint8)])  # loads the model: not timed
+    print("\n| stage route | haystack | samples | wall s | s/sample | haystack clips cached "
+          "| routes |")
+    print("|---|---:|---:|---:|---:|---:|---|")
+    for length in lengths:
+        for reuse in (False, True):
+            print(stage_row(video, length=length, out=out, reuse=reuse, max_gop_s=max_gop_s,
+                            embedder=embedder), flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--lengths", default="60,180")
     parser.add_argument("--fps", default="25,5")
     parser.add_argument("--baseline-tasks", default="ret_edit1,ord_insert1,cnt_edit2")
+    parser.add_argument("--max-gop-s", type=float, default=VNBenchParams().max_gop_s,
+                        help="the no-cache route's GOP limit (vnbench.max_gop_s; default "
+                             "%(default)s)")
+    parser.add_argument("--stage-lengths", default="180",
+                        help="haystack lengths of the whole-stage comparison ('' skips it)")
     args = parser.parse_args()
     lengths = [int(v) for v in args.lengths.split(",")]
+    stage_lengths = [int(v) for v in args.stage_lengths.split(",") if v]
     args.out.mkdir(parents=True, exist_ok=True)
     began = time.perf_counter()
-    video = build_source(args.out, seconds=max(lengths) + 20)
+    video = build_source(args.out, seconds=max(lengths + stage_lengths) + 20)
     print(f"source: {video.stored_path} ({video.media.duration_s:.0f} s), "
           f"built/reused in {time.perf_counter() - began:.1f} s; load {os.getloadavg()[0]:.2f}")
     style = TextStyle(font_path=default_font_path())
     baseline = [t for t in args.baseline_tasks.split(",") if t]
     rows = [run_length(video, length=length, profile=RenderParams(fps=int(fps)), out=args.out,
-                       style=style, baseline_tasks=baseline)
+                       style=style, baseline_tasks=baseline, max_gop_s=args.max_gop_s)
             for fps in args.fps.split(",") for length in lengths]
     report(rows)
+    if stage_lengths:
+        report_stage(video, lengths=stage_lengths, out=args.out, max_gop_s=args.max_gop_s)
     print(f"total {time.perf_counter() - began:.0f} s; load {os.getloadavg()[0]:.2f}")
 
 

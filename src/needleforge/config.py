@@ -337,6 +337,13 @@ class VNBenchParams(_Section):
     (``tuxpaint_dir``); level-1 (common) and level-2 (hard) subtasks draw from the categories
     listed. ``font_path`` (default: matplotlib's DejaVu Sans) draws subtitles ``text_size_frac``
     of the frame height tall in ``text_colour`` with a ``border_colour`` outline.
+    With ``reuse_source_gops`` (default) a sample is spliced from its haystack source's own
+    GOPs, only the GOPs holding a needle re-encoded and no haystack clip cached, when the
+    source is already at the render profile (H.264 8-bit 4:2:0, its size and rate, no audio
+    kept) and each GOP to re-encode is at most ``max_gop_s`` seconds long (a needle costs its
+    whole GOP); any other sample falls back to a cached clip of its haystack, built only then,
+    with the reason in its sidecar. ``reuse_source_gops: false`` renders every sample from
+    cached haystack clips.
     """
 
     seed: int = 0
@@ -370,6 +377,8 @@ class VNBenchParams(_Section):
     text_size_frac: Annotated[float, Field(gt=0, le=0.5)] = 0.07
     text_colour: Annotated[str, Field(pattern=_FFMPEG_COLOUR)] = "white"
     border_colour: Annotated[str, Field(pattern=_FFMPEG_COLOUR)] = "black"
+    reuse_source_gops: bool = True
+    max_gop_s: Annotated[float, Field(ge=1, le=30)] = 4.0
 
     @model_validator(mode="after")
     def _ranges(self) -> VNBenchParams:

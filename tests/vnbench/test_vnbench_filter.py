@@ -9,6 +9,7 @@ wiring, shapes, normalization and determinism, not quality).
 from __future__ import annotations
 
 import importlib.util
+import re
 from pathlib import Path
 
 import numpy as np
@@ -18,13 +19,14 @@ from PIL import Image
 from needleforge.backends.embedded.embedder import EmbeddedImageEmbedder
 from needleforge.backends.embedder import ImageEmbedder, max_similarity, normalize_rows
 from needleforge.backends.hf_embedder import HfClipEmbedder
-from needleforge.errors import BackendError
+from needleforge.errors import BackendError, MediaError
 from needleforge.media.cache import ClipSpec, SceneClipCache
 from needleforge.vnbench.assets import load_image_sets
 from needleforge.vnbench.filter import NeedleFilter, sample_seconds
-from needleforge.vnbench.frames import keyframes_at
-from needleforge.vnbench.records import VNBenchError
-from tests.vnbench.vnbench_cases import PROFILE, lavfi_source
+from needleforge.vnbench.frames import keyframes_at, source_frames_at
+from needleforge.vnbench.records import Haystack, VNBenchError
+from tests.conftest import ffmpeg
+from tests.vnbench.vnbench_cases import PROFILE, lavfi_source, mean_abs_diff
 
 
 def skimage_photo(name: str) -> np.ndarray:
@@ -55,10 +57,17 @@ def test_embedded_rows_are_unit_vectors_that_rank_copies_first(
         embedder.embed([cat.astype(np.float32)])  # type: ignore[list-item]
 
 
+def haystack_on(source: Path, *, start_s: int, duration_s: int) -> Haystack:
+    return Haystack(haystack_id="h1", video_id="v1", source=str(source),
+                    source_sha256="0" * 64, start_s=start_s, duration_s=duration_s)
+
+
 def test_filter_drops_an_image_identical_to_a_haystack_frame(
         embedder: EmbeddedImageEmbedder, tmp_path: Path) -> None:
-    source = lavfi_source(tmp_path / "hay.mp4", seconds=12)
-    clip = SceneClipCache(tmp_path / "cache", profile=PROFILE).ensure(ClipSpec(source, 0, 12))
+    """The copied frame is the cached clip's (what a rendered sample shows); the filter
+    reads the source, so it must catch the copy all the same."""
+    source = lavfi_source(tmp_path / "hay.mp4", seconds=14)
+    clip = SceneClipCache(tmp_path / "cache", profile=PROFILE).ensure(ClipSpec(source, 2, 14))
     frame = keyframes_at(clip.path, seconds=[5])[0]
     sets = tmp_path / "sets"
     (sets / "object" / "frame copy").mkdir(parents=True)
@@ -66,13 +75,39 @@ def test_filter_drops_an_image_identical_to_a_haystack_frame(
     (sets / "animal" / "cat").mkdir(parents=True)
     Image.fromarray(skimage_photo("chelsea.png")).save(sets / "animal" / "cat" / "cat.png")
     images, _ = load_image_sets([sets])
-    screen = NeedleFilter(embedder, threshold=0.7, n_frames=12)
-    kept, dropped = screen.screen(images, clip=clip.path, haystack_id="h1")
+    haystack = haystack_on(source, start_s=2, duration_s=12)
+    screen = NeedleFilter(embedder, profile=PROFILE, threshold=0.7, n_frames=12)
+    kept, dropped = screen.screen(images, haystack=haystack)
     assert kept.labels() == ("cat",)
-    assert len(dropped) == 1 and "frame copy" in dropped[0].what
+    assert len(dropped) == 1 and "frame copy" in dropped[0].what and "h1" in dropped[0].what
     assert "exceeds 0.7" in dropped[0].reason and embedder.name in dropped[0].reason
-    loose = NeedleFilter(embedder, threshold=1.0, n_frames=12)
-    assert loose.screen(images, clip=clip.path, haystack_id="h1")[0] == images
+    loose = NeedleFilter(embedder, profile=PROFILE, threshold=1.0, n_frames=12)
+    assert loose.screen(images, haystack=haystack)[0] == images
+
+
+def test_source_frames_are_the_cached_clips_keyframes_unencoded(tmp_path: Path) -> None:
+    """A 4:3 source at 25 fps, haystack from 3 s: each sampled second read from the source
+    matches the cached clip's keyframe of that second (pillarboxed alike, the encode's loss
+    apart) and no other second's."""
+    source = tmp_path / "hay.mp4"
+    ffmpeg("-f", "lavfi", "-i", "testsrc2=size=240x180:rate=25:duration=14", "-c:v", "libx264",
+           "-pix_fmt", "yuv420p", "-g", "50", str(source))
+    clip = SceneClipCache(tmp_path / "cache", profile=PROFILE).ensure(ClipSpec(source, 3, 13))
+    seconds = [0, 3, 6, 9]
+    ours = source_frames_at(source, start_s=3, seconds=seconds, profile=PROFILE)
+    cached = keyframes_at(clip.path, seconds=seconds)
+    others = keyframes_at(clip.path, seconds=[1, 4, 7, 8])
+    for mine, same, other in zip(ours, cached, others, strict=True):
+        assert mine.shape == (PROFILE.height, PROFILE.width, 3)
+        assert mine[:, :38].max() < 20 and mine[:, -38:].max() < 20  # black bars
+        assert mean_abs_diff(mine, same) < 2.5 < 8 < mean_abs_diff(mine, other)
+    assert source_frames_at(source, start_s=3, seconds=[], profile=PROFILE) == []
+
+
+def test_an_unreadable_source_is_named(tmp_path: Path) -> None:
+    missing = tmp_path / "gone.mp4"
+    with pytest.raises(MediaError, match=re.escape(str(missing))):
+        source_frames_at(missing, start_s=0, seconds=[0, 1], profile=PROFILE)
 
 
 def test_filter_samples_spread_seconds_and_checks_its_options() -> None:
@@ -87,9 +122,9 @@ def test_filter_samples_spread_seconds_and_checks_its_options() -> None:
             return np.zeros((0, 3), dtype=np.float32)
 
     with pytest.raises(VNBenchError, match="threshold"):
-        NeedleFilter(Zero(), threshold=1.5)
+        NeedleFilter(Zero(), profile=PROFILE, threshold=1.5)
     with pytest.raises(VNBenchError, match="n_frames"):
-        NeedleFilter(Zero(), n_frames=0)
+        NeedleFilter(Zero(), profile=PROFILE, n_frames=0)
 
 
 def test_similarity_helpers() -> None:

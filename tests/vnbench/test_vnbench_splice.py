@@ -22,6 +22,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
+from needleforge.config import VNBenchParams
 from needleforge.media.cache import ClipSpec, SceneClipCache
 from needleforge.media.ffmpeg import ffmpeg_binary
 from needleforge.media.gop import CopyRun, GopSource, open_gop_source
@@ -36,6 +37,7 @@ from tests.vnbench.vnbench_cases import PROFILE, haystack_frame, mean_abs_diff
 
 FPS = PROFILE.fps
 STYLE = TextStyle(font_path=default_font_path(), size_frac=0.1)  # as vnb_params draws
+MAX_GOP_S = VNBenchParams().max_gop_s  # the default GOP limit
 
 
 def profile_source(path: Path, *, seconds: int = 24, gop_s: int = 2, codec: str = "libx264",
@@ -77,7 +79,8 @@ def spliced(vnb_result: VNBenchResult, matched: Path, tmp_path_factory: pytest.T
         moved = on_source(sample, matched)
         done[sample.task] = (moved, render_sample_from_source(
             moved, haystack_clip=no_cache, out=root / "out" / moved.video, profile=PROFILE,
-            style=STYLE, piece_root=root / "pieces", work_root=root / "work"))
+            style=STYLE, piece_root=root / "pieces", work_root=root / "work",
+            max_gop_s=MAX_GOP_S))
     return done
 
 
@@ -117,7 +120,7 @@ def gops_of(sample: VNBenchSample) -> GopSource:
 
 
 def plan_of(sample: VNBenchSample) -> SplicePlan:
-    plan = splice_plan(sample, gops_of(sample))
+    plan = splice_plan(sample, gops_of(sample), max_gop_s=MAX_GOP_S)
     assert isinstance(plan, SplicePlan), plan
     return plan
 
@@ -298,9 +301,10 @@ def test_rerun_skips_and_a_fresh_render_is_byte_identical(
         sample, done = spliced[task]
         again = render_sample_from_source(
             sample, haystack_clip=no_cache, out=done.path, profile=PROFILE, style=STYLE,
-            piece_root=tmp_path / "pieces", work_root=tmp_path / "work")
+            piece_root=tmp_path / "pieces", work_root=tmp_path / "work", max_gop_s=MAX_GOP_S)
         assert again.skipped and again.route == "source-gops"
         fresh = render_sample_from_source(
             sample, haystack_clip=no_cache, out=tmp_path / sample.video, profile=PROFILE,
-            style=STYLE, piece_root=tmp_path / "pieces", work_root=tmp_path / "work")
+            style=STYLE, piece_root=tmp_path / "pieces", work_root=tmp_path / "work",
+            max_gop_s=MAX_GOP_S)
         assert fresh.path.read_bytes() == done.path.read_bytes(), task

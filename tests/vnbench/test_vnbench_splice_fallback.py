@@ -24,7 +24,7 @@ from needleforge.vnbench import VNBenchResult, VNBenchSample
 from needleforge.vnbench.frames import decode_file
 from needleforge.vnbench.render import render_sample_from_source
 from tests.conftest import ffmpeg, rotate_display
-from tests.vnbench.test_vnbench_splice import STYLE, on_source, profile_source
+from tests.vnbench.test_vnbench_splice import MAX_GOP_S, STYLE, on_source, profile_source
 from tests.vnbench.vnbench_cases import PROFILE
 
 
@@ -70,7 +70,8 @@ def test_unsuitable_sources_take_the_cached_path_with_the_reason(
     done = render_sample_from_source(
         sample, haystack_clip=cache_builder(tmp_path / "hay", sample, calls),
         out=tmp_path / "out" / sample.video, profile=PROFILE, style=STYLE,
-        piece_root=tmp_path / "pieces", work_root=tmp_path / "work")
+        piece_root=tmp_path / "pieces", work_root=tmp_path / "work",
+        max_gop_s=MAX_GOP_S)
     assert (done.route, calls) == ("cache", [1])
     assert done.fallback is not None and why in done.fallback, done.fallback
     assert len(decode_file(done.path)) == round(sample.duration_s * PROFILE.fps)
@@ -92,7 +93,8 @@ def test_audio_profiles_take_the_cached_path(vnb_result: VNBenchResult, tmp_path
 
     done = render_sample_from_source(
         sample, haystack_clip=build, out=tmp_path / "out" / sample.video, profile=profile,
-        style=STYLE, piece_root=tmp_path / "pieces", work_root=tmp_path / "work")
+        style=STYLE, piece_root=tmp_path / "pieces", work_root=tmp_path / "work",
+        max_gop_s=MAX_GOP_S)
     assert done.route == "cache" and calls == [1]
     assert done.fallback is not None and "audio" in done.fallback
 
@@ -118,7 +120,8 @@ def test_a_truncated_source_is_an_error_naming_it_and_writes_nothing(
     with pytest.raises(MediaError, match=re.escape(str(path))) as err:
         render_sample_from_source(
             sample, haystack_clip=no_cache, out=out_dir / sample.video, profile=PROFILE,
-            style=STYLE, piece_root=tmp_path / "pieces", work_root=tmp_path / "work")
+            style=STYLE, piece_root=tmp_path / "pieces", work_root=tmp_path / "work",
+            max_gop_s=MAX_GOP_S)
     assert "truncated" in str(err.value) or "cannot open" in str(err.value), err.value
     assert not out_dir.exists() or list(out_dir.iterdir()) == []
     assert list((tmp_path / "work").iterdir()) == []

@@ -3,7 +3,7 @@
 Property: for any GOP layout (IDRs anywhere, the haystack starting and ending inside GOPs
 or on them) and any valid needle placement, the plan's output is the haystack in order
 with each inserted needle where its metadata says, copied runs are whole GOPs that hold no
-needle, and a GOP to re-encode longer than ``MAX_GOP_S`` sends the sample to the cache.
+needle, and a GOP to re-encode longer than ``max_gop_s`` sends the sample to the cache.
 Also the avcC and parameter-set parsing the splice relies on.
 """
 
@@ -17,12 +17,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from needleforge.config import VNBenchParams
 from needleforge.media.gop import CopyRun, GopSource, PieceCodec, Refusal
 from needleforge.media.h264 import AvcConfig, annexb_units, nal_units, param_set_id
 from needleforge.vnbench.plan import edit_seconds, insert_points, place
 from needleforge.vnbench.records import Haystack, Method, Needle, VNBenchSample
 from needleforge.vnbench.splice import (
-    MAX_GOP_S,
     HayPiece,
     InsertPiece,
     SplicePlan,
@@ -31,6 +31,8 @@ from needleforge.vnbench.splice import (
 )
 
 FPS = 10
+#: The default GOP limit (``vnbench.max_gop_s``).
+MAX_GOP_S = VNBenchParams().max_gop_s
 #: An x264 SPS (High, level 1.2, sps id 0) and PPS of a 320x180 stream, and its avcC.
 SPS = bytes.fromhex("6764000cacd941419f9f011000000300100000030140f1429960")
 PPS = bytes.fromhex("68ef8fcb")
@@ -129,7 +131,7 @@ def layouts(draw: st.DrawFn) -> tuple[VNBenchSample, GopSource]:
 def test_plan_shows_the_haystack_in_order_with_needles_where_planned(
         case: tuple[VNBenchSample, GopSource]) -> None:
     sample, source = case
-    plan = splice_plan(sample, source)
+    plan = splice_plan(sample, source, max_gop_s=MAX_GOP_S)
     if isinstance(plan, Refusal):
         assert "longer than" in plan.reason
         return
@@ -158,7 +160,8 @@ def test_plan_shows_the_haystack_in_order_with_needles_where_planned(
 
 def test_aligned_gops_copy_everything_but_the_needle_gops() -> None:
     sample = make_sample(10, method="edit", positions=[3, 7])
-    plan = splice_plan(sample, fake_source(list(range(0, 101, 20)), n_frames=100))
+    plan = splice_plan(sample, fake_source(list(range(0, 101, 20)), n_frames=100),
+                       max_gop_s=MAX_GOP_S)
     assert isinstance(plan, SplicePlan)
     assert [type(i).__name__ for i in plan.items] == ["CopyRun", "HayPiece", "CopyRun",
                                                       "HayPiece", "CopyRun"]
@@ -167,7 +170,8 @@ def test_aligned_gops_copy_everything_but_the_needle_gops() -> None:
 
 def test_an_insertion_on_a_gop_boundary_reencodes_nothing() -> None:
     sample = make_sample(10, method="insert", positions=[4])
-    plan = splice_plan(sample, fake_source(list(range(0, 101, 20)), n_frames=100))
+    plan = splice_plan(sample, fake_source(list(range(0, 101, 20)), n_frames=100),
+                       max_gop_s=MAX_GOP_S)
     assert isinstance(plan, SplicePlan) and plan.runs == ()
     assert plan.items[0] == CopyRun(0, 40) and plan.items[2] == CopyRun(40, 100)
 
@@ -175,9 +179,12 @@ def test_an_insertion_on_a_gop_boundary_reencodes_nothing() -> None:
 def test_a_needle_in_a_long_gop_is_refused_with_its_length() -> None:
     gop = int(MAX_GOP_S * FPS) + 10
     sample = make_sample(10, method="edit", positions=[1])
-    plan = splice_plan(sample, fake_source([0, gop, 100 + gop], n_frames=100))
+    source = fake_source([0, gop, 100 + gop], n_frames=100)
+    plan = splice_plan(sample, source, max_gop_s=MAX_GOP_S)
     assert isinstance(plan, Refusal)
     assert f"{gop / FPS:g} s GOP" in plan.reason and "source frames [0, " in plan.reason
+    assert f"longer than max_gop_s = {MAX_GOP_S:g} s" in plan.reason
+    assert isinstance(splice_plan(sample, source, max_gop_s=gop / FPS), SplicePlan)
 
 
 def test_avcc_parses_and_takes_the_pieces_parameter_sets() -> None:

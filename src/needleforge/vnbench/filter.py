@@ -1,10 +1,12 @@
 """The needle filter (seed 000, Sec. 3.3): keep needle images unlike the haystack.
 
-For each haystack, ``n_frames`` frames are sampled at evenly spaced whole seconds (the
-keyframes of the cached clip, so only keyframes are decoded) and embedded; a candidate image
-whose largest cosine similarity to those frames exceeds the threshold is dropped for that
-haystack — it could be mistaken for (or found in) the haystack itself. Image embeddings are
-computed once per image per run.
+For each haystack, ``n_frames`` frames are sampled at evenly spaced whole seconds, read from
+the haystack's source at the render profile's size
+(:func:`~needleforge.vnbench.frames.source_frames_at`: the frames its cached clip would start
+those seconds with, without building that clip, which a sample spliced from the source's GOPs
+never needs) and embedded; a candidate image whose largest cosine similarity to those frames
+exceeds the threshold is dropped for that haystack — it could be mistaken for (or found in)
+the haystack itself. Image embeddings are computed once per image per run.
 """
 
 from __future__ import annotations
@@ -15,10 +17,10 @@ from pathlib import Path
 import numpy as np
 
 from needleforge.backends.embedder import Embeddings, ImageEmbedder, max_similarity
-from needleforge.media.cache import read_index
+from needleforge.config import RenderParams
 from needleforge.vnbench.assets import ImageSet, NeedleImage, load_rgb
-from needleforge.vnbench.frames import keyframes_at
-from needleforge.vnbench.records import Skip, VNBenchError
+from needleforge.vnbench.frames import source_frames_at
+from needleforge.vnbench.records import Haystack, Skip, VNBenchError
 
 
 def sample_seconds(length_s: int, *, n_frames: int) -> list[int]:
@@ -31,32 +33,35 @@ def sample_seconds(length_s: int, *, n_frames: int) -> list[int]:
 
 
 class NeedleFilter:
-    """Screens needle images against haystacks with an :class:`ImageEmbedder`.
+    """Screens needle images against haystacks with an :class:`ImageEmbedder`; haystack
+    frames are taken at ``profile``'s size (the size the samples are rendered at).
 
     Raises:
         VNBenchError: for a threshold outside [-1, 1] or ``n_frames`` < 1.
     """
 
-    def __init__(self, embedder: ImageEmbedder, *, threshold: float = 0.7,
-                 n_frames: int = 8) -> None:
+    def __init__(self, embedder: ImageEmbedder, *, profile: RenderParams,
+                 threshold: float = 0.7, n_frames: int = 8) -> None:
         if not -1.0 <= threshold <= 1.0:
             raise VNBenchError(f"similarity threshold = {threshold} must be in [-1, 1]")
         if n_frames < 1:
             raise VNBenchError(f"filter n_frames = {n_frames} must be >= 1")
         self.embedder = embedder
+        self.profile = profile
         self.threshold = threshold
         self.n_frames = n_frames
         self._images: dict[Path, Embeddings] = {}
 
-    def haystack_embeddings(self, clip: Path) -> Embeddings:
-        """Embeddings of the sampled keyframes of cached haystack ``clip``.
+    def haystack_embeddings(self, haystack: Haystack) -> Embeddings:
+        """Embeddings of ``haystack``'s sampled seconds, read from its source.
 
         Raises:
-            MediaError: when the clip is not a cached clip or does not decode.
+            MediaError: naming the source when it cannot be read.
         """
-        index = read_index(clip)
-        seconds = sample_seconds(index.n_frames // index.fps, n_frames=self.n_frames)
-        return self.embedder.embed(keyframes_at(clip, seconds=seconds))
+        seconds = sample_seconds(haystack.duration_s, n_frames=self.n_frames)
+        return self.embedder.embed(source_frames_at(
+            Path(haystack.source), start_s=haystack.start_s, seconds=seconds,
+            profile=self.profile))
 
     def image_embeddings(self, images: Sequence[NeedleImage]) -> Embeddings:
         """Embeddings of ``images`` (each file embedded once per filter).
@@ -72,17 +77,18 @@ class NeedleFilter:
             return np.zeros((0, 0), dtype=np.float32)
         return np.concatenate([self._images[i.path] for i in images], axis=0)
 
-    def screen(self, images: ImageSet, *, clip: Path, haystack_id: str
-               ) -> tuple[ImageSet, list[Skip]]:
-        """The images usable on haystack ``clip``, and a skip for each one dropped.
+    def screen(self, images: ImageSet, *, haystack: Haystack) -> tuple[ImageSet, list[Skip]]:
+        """The images usable on ``haystack``, and a skip for each one dropped.
 
         Raises:
-            MediaError: when the clip cannot be read; VNBenchError for an unreadable image.
+            MediaError: when the haystack's source cannot be read; VNBenchError for an
+                unreadable image.
         """
         if not images.images:
             return images, []
+        haystack_id = haystack.haystack_id
         sims = max_similarity(self.image_embeddings(images.images),
-                              references=self.haystack_embeddings(clip))
+                              references=self.haystack_embeddings(haystack))
         kept, skips = [], []
         for image, sim in zip(images.images, sims, strict=True):
             if sim > self.threshold:

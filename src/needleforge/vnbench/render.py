@@ -21,8 +21,8 @@ costs a full encode of the haystack (:func:`render_sample`).
 
 :func:`render_sample_from_source` skips that cache when it can: a haystack source already
 at the profile (H.264 8-bit 4:2:0, the profile's size and rate, IDR pictures at most
-:data:`~needleforge.vnbench.splice.MAX_GOP_S` apart around the needles) is cut by its own
-GOPs (:mod:`~needleforge.vnbench.splice`), and only the GOPs holding a needle are encoded.
+``max_gop_s`` apart around the needles) is cut by its own GOPs
+(:mod:`~needleforge.vnbench.splice`), and only the GOPs holding a needle are encoded.
 Other sources fall back to the cached clip, built only then, with the reason returned and
 recorded. Spliced samples keep the profile's size and rate, so a release's videos stay
 uniform; their untouched GOPs keep the source's bitrate instead of the profile's crf.
@@ -64,7 +64,7 @@ from needleforge.vnbench.assets import RGB
 from needleforge.vnbench.frames import second_bytes
 from needleforge.vnbench.pictures import overlay_canvas, still_frame
 from needleforge.vnbench.records import Needle, VNBenchSample
-from needleforge.vnbench.splice import MAX_GOP_S, SPLICE_VERSION, render_spliced
+from needleforge.vnbench.splice import SPLICE_VERSION, render_spliced
 from needleforge.vnbench.text import TextStyle, drawtext_options, write_textfile
 
 #: Bump when how samples are drawn or joined changes (invalidates sidecars and pieces).
@@ -240,9 +240,10 @@ def montage_pieces(sample: VNBenchSample, *, haystack_clip: Path, edit_clip: Pat
 
 
 def render_hash(sample: VNBenchSample, *, profile: RenderParams, style: TextStyle,
-                source_gops: bool = False) -> str:
+                max_gop_s: float | None = None) -> str:
     """Hash of everything that decides a sample's pixels (plan, assets, profile, font), and,
-    with ``source_gops``, the splice rules (which decide whether the source's GOPs are used)."""
+    for a sample that may be spliced from its source's GOPs (``max_gop_s`` given), the splice
+    rules, which decide whether they are used: a rerun that switches route re-renders."""
     assets = sorted({n.asset for n in sample.needles if n.asset is not None})
     payload: dict[str, Any] = {
         "v": RENDER_VERSION, "cache": CACHE_VERSION, "sample": sample.to_dict(),
@@ -250,8 +251,8 @@ def render_hash(sample: VNBenchSample, *, profile: RenderParams, style: TextStyl
         "profile": profile.model_dump(mode="json", exclude={"workers"}),
         "style": [file_sha256(style.font_path), style.size_frac, style.colour,
                   style.border_colour]}
-    if source_gops:
-        payload["splice"] = {"v": SPLICE_VERSION, "max_gop_s": MAX_GOP_S}
+    if max_gop_s is not None:
+        payload["splice"] = {"v": SPLICE_VERSION, "max_gop_s": max_gop_s}
     return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()
                           ).hexdigest()
 
@@ -281,10 +282,12 @@ def render_sample(
 def render_sample_from_source(
     sample: VNBenchSample, *, haystack_clip: Callable[[], Path], out: Path,
     profile: RenderParams, style: TextStyle, piece_root: Path, work_root: Path,
+    max_gop_s: float,
 ) -> SampleRender:
     """Write ``sample``'s video to ``out`` from its haystack source's own GOPs (no haystack
-    cache, see :mod:`~needleforge.vnbench.splice`), or, when they cannot be used, from the
-    cached haystack clip that ``haystack_clip()`` returns (building it only then).
+    cache, see :mod:`~needleforge.vnbench.splice`), or, when they cannot be used (one
+    reason: a needle in a GOP longer than ``max_gop_s`` seconds), from the cached haystack
+    clip that ``haystack_clip()`` returns (building it only then).
 
     The reason for a fallback is returned (``fallback``) and kept in the sidecar.
 
@@ -293,14 +296,15 @@ def render_sample_from_source(
             damaged file is an error, not a fallback), or when ffmpeg fails;
         VNBenchError: when an image asset cannot be read.
     """
-    digest = render_hash(sample, profile=profile, style=style, source_gops=True)
+    digest = render_hash(sample, profile=profile, style=style, max_gop_s=max_gop_s)
     if _up_to_date(out, digest):
         return SampleRender(sample.sample_id, out, skipped=True, cpu_s=0.0,
                             route=_sidecar(out).get("route", "cache"),
                             fallback=_sidecar(out).get("fallback"))
     work_root.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix=f"{sample.sample_id}.", dir=work_root) as tmp:
-        done = render_spliced(sample, out=out, profile=profile, style=style, work=Path(tmp))
+        done = render_spliced(sample, out=out, profile=profile, style=style, work=Path(tmp),
+                              max_gop_s=max_gop_s)
         if isinstance(done, Refusal):
             route: Route = "cache"
             cpu_s = _render_cached(sample, haystack_clip=haystack_clip(), out=out,

@@ -29,14 +29,14 @@ their order and inserted needles add ``clip_frames(end_s - start_s)`` frames whe
 ``round(start_s * fps)`` of the video, as the question's metadata says. :func:`splice_plan`
 checks this while building the plan and refuses to render otherwise.
 
-**Why a GOP limit** (:data:`MAX_GOP_S` = 4 s): a needle costs the whole GOP around it,
-decoded and re-encoded at about 3 ms a frame (640x360, x264 veryfast, one thread), so
-0.3 s a needle for a 4 s GOP at 25 fps. The worst sample (5 counting needles in 5 GOPs,
-plus partial GOPs at both ends) then re-encodes 28 s, about 2 s: still a fraction of one
-haystack encode (60–180 s of video), but about what the cache costs a sample once shared by
-a haystack's 9 samples. Longer GOPs (ffmpeg's default of 250 frames is 10 s at 25 fps) make
-the cache, built once and shared, the better deal. Common delivery encodes (1–2 s GOPs
-for streaming, the studio's 1 s) are far inside the limit.
+**Why a GOP limit** (``max_gop_s``: ``vnbench.max_gop_s``, 4 s by default): a needle costs
+the whole GOP around it, decoded and re-encoded at about 3 ms a frame (640x360, x264
+veryfast, one thread), so 0.3 s a needle for a 4 s GOP at 25 fps. The worst sample (5
+counting needles in 5 GOPs, plus partial GOPs at both ends) then re-encodes 28 s, about 2 s:
+still a fraction of one haystack encode (60–180 s of video), but about what the cache costs
+a sample once shared by a haystack's 9 samples. Longer GOPs (ffmpeg's default of 250 frames
+is 10 s at 25 fps) make the cache, built once and shared, the better deal. Common delivery
+encodes (1–2 s GOPs for streaming, the studio's 1 s) are far inside the limit.
 """
 
 from __future__ import annotations
@@ -75,8 +75,6 @@ from needleforge.vnbench.text import TextStyle, drawtext_options, write_textfile
 
 #: Bump when how spliced samples are cut, drawn or encoded changes (invalidates sidecars).
 SPLICE_VERSION = 1
-#: Longest GOP (seconds) a needle may fall in; a longer one sends the sample to the cache.
-MAX_GOP_S = 4.0
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -134,9 +132,10 @@ def _gops(sample: VNBenchSample, source: GopSource) -> list[tuple[int, int, bool
     return gops
 
 
-def splice_plan(sample: VNBenchSample, source: GopSource) -> SplicePlan | Refusal:
+def splice_plan(sample: VNBenchSample, source: GopSource, *, max_gop_s: float
+                ) -> SplicePlan | Refusal:
     """What of ``sample`` is copied from ``source`` and what is encoded (see module doc), or
-    a :class:`Refusal` when a GOP to re-encode is longer than :data:`MAX_GOP_S`.
+    a :class:`Refusal` when a GOP to re-encode is longer than ``max_gop_s`` seconds.
 
     Raises:
         MediaError: when the spliced frames would not put a needle where its metadata says
@@ -146,10 +145,11 @@ def splice_plan(sample: VNBenchSample, source: GopSource) -> SplicePlan | Refusa
     spans: list[tuple[int, int, bool]] = []
     for a, b, dirty in _gops(sample, source):
         decoded_from = source.gop(a)[0]
-        if dirty and b - decoded_from > MAX_GOP_S * fps:
+        if dirty and b - decoded_from > max_gop_s * fps:
             return Refusal(f"a needle or haystack end falls in a {(b - decoded_from) / fps:g} s"
                            f" GOP (source frames [{decoded_from + source.first_frame}, "
-                           f"{b + source.first_frame})), longer than {MAX_GOP_S:g} s")
+                           f"{b + source.first_frame})), longer than max_gop_s = "
+                           f"{max_gop_s:g} s")
         if spans and spans[-1][2] == dirty:
             spans[-1] = (spans[-1][0], b, dirty)
         else:
@@ -373,8 +373,9 @@ def _with_pieces(plan: SplicePlan, groups: Sequence[tuple[Fresh, ...]],
 
 
 def render_spliced(sample: VNBenchSample, *, out: Path, profile: RenderParams,
-                   style: TextStyle, work: Path) -> RenderedVideo | Refusal:
-    """Write ``sample``'s video to ``out`` from its haystack's own GOPs, or say why not.
+                   style: TextStyle, work: Path, max_gop_s: float) -> RenderedVideo | Refusal:
+    """Write ``sample``'s video to ``out`` from its haystack's own GOPs, or say why not
+    (a needle in a GOP longer than ``max_gop_s`` seconds is one reason).
 
     ``out`` is written under a scratch name and renamed into place once verified.
 
@@ -391,7 +392,7 @@ def render_spliced(sample: VNBenchSample, *, out: Path, profile: RenderParams,
                              n_frames=hay.duration_s * profile.fps)
     if isinstance(source, Refusal):
         return source
-    plan = splice_plan(sample, source)
+    plan = splice_plan(sample, source, max_gop_s=max_gop_s)
     if isinstance(plan, Refusal):
         return plan
     pieces, cpu_s = encode_fresh(plan, source, sample_id=sample.sample_id, profile=profile,

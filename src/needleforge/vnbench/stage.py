@@ -4,14 +4,23 @@
 ``out_dir`` (``<sample_id>.mp4`` with a ``.json`` sidecar) and reusable work under
 ``cache_dir`` (haystack clips, inserted pieces, the built-in image and clip sets). The same
 videos, params and seed give the same samples, questions and files; a rerun re-renders only
-samples whose plan or inputs changed. Anything left out — a name the font cannot draw, an
-image too similar to a haystack, a sample whose pools are too small — is reported in
-``skipped`` with the reason, never silently dropped.
+samples whose plan or inputs changed, or whose route would (``reuse_source_gops``,
+``max_gop_s``). Anything left out — a name the font cannot draw, an image too similar to a
+haystack, a sample whose pools are too small — is reported in ``skipped`` with the reason,
+never silently dropped.
+
+With ``reuse_source_gops`` (default) each sample is spliced from its haystack source's own
+GOPs (:func:`~needleforge.vnbench.render.render_sample_from_source`), and a haystack's clip
+is cached only when one of its samples falls back (once, whichever render thread asks
+first); the needle filter reads its frames from the source, so a run whose samples all
+splice caches no haystack. Without it every haystack is cached first and every sample is a
+montage of its clip (:func:`~needleforge.vnbench.render.render_sample`).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -41,7 +50,7 @@ from needleforge.vnbench.records import (
     VNBenchResult,
     VNBenchSample,
 )
-from needleforge.vnbench.render import render_sample
+from needleforge.vnbench.render import SampleRender, render_sample, render_sample_from_source
 from needleforge.vnbench.subtasks import ACT_SUBTASKS, LONG_SUBTASKS, SUBTASKS, Pools, SubtaskSpec
 from needleforge.vnbench.text import TextStyle, missing_glyphs, resolve_font
 
@@ -149,17 +158,17 @@ def _assets(params: VNBenchParams, *, cache_dir: Path, jobs: Sequence[_Job]
     return _Assets(style=style, names=names, images=images, clips=clips), skips
 
 
-def _pools(params: VNBenchParams, *, assets: _Assets, clip_paths: dict[str, Path],
-           embedder: ImageEmbedder) -> tuple[dict[str, Pools], list[Skip]]:
+def _pools(params: VNBenchParams, *, assets: _Assets, haystacks: Sequence[Haystack],
+           embedder: ImageEmbedder, render: RenderParams) -> tuple[dict[str, Pools], list[Skip]]:
     """Each haystack's pools: the images that pass the similarity filter on it."""
-    screen = NeedleFilter(embedder, threshold=params.similarity_threshold,
+    screen = NeedleFilter(embedder, profile=render, threshold=params.similarity_threshold,
                           n_frames=params.filter_frames)
     pools: dict[str, Pools] = {}
     skips: list[Skip] = []
-    for haystack_id, clip in sorted(clip_paths.items()):
-        kept, dropped = screen.screen(assets.images, clip=clip, haystack_id=haystack_id)
+    for haystack in haystacks:
+        kept, dropped = screen.screen(assets.images, haystack=haystack)
         skips += dropped
-        pools[haystack_id] = Pools(
+        pools[haystack.haystack_id] = Pools(
             names=assets.names, images=kept, clips=assets.clips,
             level_categories={1: tuple(params.level1_categories),
                               2: tuple(params.level2_categories)},
@@ -183,6 +192,63 @@ def _compose_all(jobs: Sequence[_Job], *, pools: dict[str, Pools], params: VNBen
     return samples, skips
 
 
+class HaystackClips:
+    """Cached haystack clips, each encoded on first request only (thread-safe: samples render
+    on several threads, and a haystack's samples may ask for its clip at once).
+
+    Raises:
+        MediaError: naming the source when a clip cannot be encoded; OutputError naming
+            ``cache_dir`` when it cannot be written.
+    """
+
+    def __init__(self, cache_dir: Path, *, profile: RenderParams) -> None:
+        self.cache_dir = cache_dir
+        self.cache = haystack_cache(cache_dir, profile=profile)
+        self._lock = threading.Lock()
+        self._paths: dict[str, Path] = {}
+
+    def path(self, haystack: Haystack) -> Path:
+        """The clip of ``haystack``, encoded now unless already there."""
+        with self._lock:
+            known = self._paths.get(haystack.haystack_id)
+        if known is not None:
+            return known
+        # The cache serializes concurrent requests for one clip and encodes it once.
+        with writing(self.cache_dir, what="VNBench cache"):
+            path = self.cache.ensure(haystack_spec(haystack)).path
+        with self._lock:
+            self._paths[haystack.haystack_id] = path
+        return path
+
+    def builder(self, haystack: Haystack) -> Callable[[], Path]:
+        """``path(haystack)`` for later: what a sample falling back to the cache calls."""
+        return lambda: self.path(haystack)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Renderer:
+    """Renders one sample by the route ``params`` choose (see the module docstring)."""
+
+    params: VNBenchParams
+    profile: RenderParams
+    style: TextStyle
+    clips: HaystackClips
+    out_dir: Path
+    cache_dir: Path
+
+    def __call__(self, sample: VNBenchSample) -> SampleRender:
+        out = self.out_dir / sample.video
+        pieces, work = self.cache_dir / "vnbench-pieces", self.cache_dir / "vnbench-work"
+        if self.params.reuse_source_gops:
+            return render_sample_from_source(
+                sample, haystack_clip=self.clips.builder(sample.haystack), out=out,
+                profile=self.profile, style=self.style, piece_root=pieces, work_root=work,
+                max_gop_s=self.params.max_gop_s)
+        return render_sample(sample, haystack_clip=self.clips.path(sample.haystack), out=out,
+                             profile=self.profile, style=self.style, piece_root=pieces,
+                             work_root=work)
+
+
 def build_vnbench(
     *, videos: Sequence[Video], params: VNBenchParams, out_dir: Path, cache_dir: Path,
     render: RenderParams, embedder: ImageEmbedder,
@@ -191,31 +257,28 @@ def build_vnbench(
 
     Raises:
         VNBenchError: for an unreadable font, a missing asset folder or package file;
-        MediaError: when a haystack cannot be encoded or a sample cannot be rendered.
+        MediaError: when a haystack source cannot be read or encoded, or a sample cannot be
+            rendered.
         OutputError: ``out_dir`` or ``cache_dir`` cannot be written (read-only, disk full),
             naming the path; samples rendered before stay.
     """
     jobs, skips = _jobs(params, videos)
+    haystacks = sorted({h.haystack_id: h for _, h, _ in jobs}.values(),
+                       key=lambda h: h.haystack_id)
+    clips = HaystackClips(cache_dir, profile=render)
     with writing(cache_dir, what="VNBench cache"):
         assets, asset_skips = _assets(params, cache_dir=cache_dir, jobs=jobs)
-        cache = haystack_cache(cache_dir, profile=render)
-        haystacks = sorted({h.haystack_id: h for _, h, _ in jobs}.values(),
-                           key=lambda h: h.haystack_id)
-        paths = _parallel(lambda h: cache.ensure(haystack_spec(h)).path, haystacks,
-                          workers=render.workers)
-    clip_paths = {h.haystack_id: p for h, p in zip(haystacks, paths, strict=True)}
-    pools, filter_skips = _pools(params, assets=assets, clip_paths=clip_paths,
-                                 embedder=embedder)
+        if not params.reuse_source_gops:  # every sample is a montage of its haystack's clip
+            _parallel(clips.path, haystacks, workers=render.workers)
+    pools, filter_skips = _pools(params, assets=assets, haystacks=haystacks,
+                                 embedder=embedder, render=render)
     samples, compose_skips = _compose_all(jobs, pools=pools, params=params, render=render)
+    renderer = _Renderer(params=params, profile=render, style=assets.style, clips=clips,
+                         out_dir=out_dir, cache_dir=cache_dir)
     with writing(out_dir, what="VNBench render"):
         out_dir.mkdir(parents=True, exist_ok=True)
         sweep_scratch(out_dir)  # what a killed earlier run left half-written
-        renders = _parallel(
-            lambda s: render_sample(s, haystack_clip=clip_paths[s.haystack.haystack_id],
-                                    out=out_dir / s.video, profile=render, style=assets.style,
-                                    piece_root=cache_dir / "vnbench-pieces",
-                                    work_root=cache_dir / "vnbench-work"),
-            samples, workers=render.workers)
+        renders = _parallel(renderer, samples, workers=render.workers)
     questions, vnbench = all_records(samples)
     return VNBenchResult(samples=tuple(samples), questions=tuple(questions),
                          vnbench_json=tuple(vnbench), videos=tuple(r.path for r in renders),
@@ -234,5 +297,5 @@ def haystack_cache(cache_dir: Path, *, profile: RenderParams) -> SceneClipCache:
     return SceneClipCache(cache_dir / "vnbench-haystacks", profile=profile)
 
 
-__all__ = ["build_vnbench", "clip_pool", "haystack_cache", "haystack_spec", "image_pool",
-           "usable_names"]
+__all__ = ["HaystackClips", "build_vnbench", "clip_pool", "haystack_cache", "haystack_spec",
+           "image_pool", "usable_names"]
