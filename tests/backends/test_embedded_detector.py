@@ -12,6 +12,11 @@ import pytest
 from needleforge.backends import tags_from_detections
 from needleforge.backends.base import RGBImage
 from needleforge.backends.embedded.detector import EmbeddedDetector, decode_rows
+from needleforge.backends.embedded.files import (
+    OPENPIBO_DISTRIBUTION,
+    OPENPIBO_PACKAGE,
+    package_models_dir,
+)
 from needleforge.backends.embedded.labels import COCO_LABELS
 from needleforge.errors import BackendError
 from needleforge.records import Box, Detection
@@ -83,11 +88,19 @@ def test_missing_model_folder_names_package_and_path(tmp_path: Path) -> None:
     assert str(tmp_path / "frozen_inference_graph.pb") in message
 
 
-def test_corrupt_graph_is_a_backend_error(tmp_path: Path) -> None:
-    for filename in ("frozen_inference_graph.pb", "ssd_mobilenet_v2_coco_2018_03_29.pbtxt"):
-        (tmp_path / filename).write_bytes(b"not a graph")
-    with pytest.raises(BackendError, match="OpenCV cannot load the SSD graph"):
+def test_corrupt_graph_is_a_backend_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+                                         ) -> None:
+    monkeypatch.setenv("NEEDLEFORGE_MODEL_CACHE", str(tmp_path / "cache"))
+    shipped = package_models_dir(OPENPIBO_PACKAGE, distribution=OPENPIBO_DISTRIBUTION)
+    text = "ssd_mobilenet_v2_coco_2018_03_29.pbtxt"
+    (tmp_path / "frozen_inference_graph.pb").write_bytes(b"not a graph")
+    (tmp_path / text).write_bytes((shipped / text).read_bytes())
+    with pytest.raises(BackendError, match="OpenVINO cannot read the SSD graph"):
         EmbeddedDetector(models_dir=tmp_path)
+    (tmp_path / text).write_bytes(b"not a graph")
+    with pytest.raises(BackendError, match="has no PriorBox_0 or detection_out"):
+        EmbeddedDetector(models_dir=tmp_path)
+    assert not (tmp_path / "cache").exists() or not any((tmp_path / "cache").rglob("*.xml"))
 
 
 def test_out_of_range_options_are_refused() -> None:

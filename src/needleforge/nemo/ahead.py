@@ -4,8 +4,8 @@ Why: stage 2's cost is model runs on scenes (on the demo store, about 80 % of it
 SSD detector's ``forward``): the negative check's scan of every scene a montage may take
 (:mod:`~needleforge.nemo.probe`) and the looking verifier's SSD x1.5 detections on the
 keyframes of every negative it is shown (:mod:`~needleforge.backends.embedded.verifier`).
-Serially they run one after another on the main thread, where only OpenCV's own threads
-inside ``forward`` reach the second core: 1.5 of 2 cores busy on average.
+Serially they run one after another on the main thread, where only the detector's own
+threads reach the second core (measured with OpenCV's DNN module: 1.5 of 2 cores busy).
 Both inputs are known before they are needed: the scenes a montage may draw (every scene long
 enough of each video holding a target) and, once a montage is planned, the frames its
 verifier will look at. :class:`Workers` computes such work on ``count`` threads while the
@@ -16,10 +16,11 @@ planning asked for them; the same detections, hence the same verdicts. A job who
 never asked for (a scene no montage draws) costs CPU and changes nothing.
 
 Each worker thread gets its own models (``make()`` is called once per thread and factory):
-cv2.dnn nets, LiteRT interpreters and PyAV containers are not thread-safe, and each of them
-releases the GIL while it computes, so threads run truly in parallel without copying frames
-to other processes. A worker's failure (a vanished video file, a model error) is raised by
-the future where the serial code would have raised it, with the same message.
+detector infer requests, LiteRT interpreters and PyAV containers are not thread-safe, and
+each of them releases the GIL while it computes, so threads run truly in parallel without
+copying frames to other processes. A worker's failure (a vanished video file, a model
+error) is raised by the future where the serial code would have raised it, with the same
+message.
 :meth:`Workers.close` cancels what has not started and waits for what has, so nothing runs on
 after the stage returns or fails.
 
@@ -43,8 +44,8 @@ R = TypeVar("R")
 #: itself mostly waits on them); 0 (serial, no threads) when this process may use one core.
 DEFAULT_WORKERS = 2 if len(os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity")
                            else range(os.cpu_count() or 1)) >= 2 else 0
-#: Threads each worker's models use: the workers are the parallelism (OpenCV's own 2-thread
-#: ``forward`` spent 10-25 % more CPU per frame than 1 thread, for bit-identical output).
+#: Threads each worker's models use: the workers are the parallelism (a 2-thread forward
+#: spent 10-25 % more CPU per frame than 1 thread, for the same output).
 WORKER_MODEL_THREADS = 1
 
 
@@ -83,9 +84,9 @@ class Workers:
         self._closed = False
         import cv2
 
-        # OpenCV's thread count is process-wide and each detector sets it when built: set the
-        # workers' count here, before any worker runs, so that their detectors leave it as it
-        # is (no pool reconfigured under a running forward); restored by close().
+        # OpenCV's thread count (its resizes and colour conversions) is process-wide: one per
+        # worker while they run, so two workers do not oversubscribe 2 cores; restored by
+        # close().
         self._cv2_threads = cv2.getNumThreads()
         cv2.setNumThreads(WORKER_MODEL_THREADS)
 

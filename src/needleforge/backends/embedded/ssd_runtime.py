@@ -1,0 +1,439 @@
+"""SSD-MobileNet-v2 on OpenVINO, with OpenCV's prior boxes and detection output in numpy.
+
+Why: the detector's forward pass was most of the CPU of the stages that look at pixels (64 %
+of represent, 81 % of NeMo stage 2). OpenVINO runs the same frozen TensorFlow graph about 2x
+faster than ``cv2.dnn`` on one thread, in 32-bit floats, with outputs equal to ~2e-4
+(``benchmarks/detector_runtime.py``). Its default on CPUs with bfloat16 units is 3-10x faster
+but moves class logits by up to 3: a release would then depend on the machine that built it,
+so the precision is pinned to f32.
+
+What runs where, so that the detections are those ``cv2.dnn`` gave with the text graph that
+ships beside the weights (``ssd_mobilenet_v2_coco_2018_03_29.pbtxt``):
+
+* **OpenVINO**: the convolutions, from the resized frame (NHWC float pixels; the graph's own
+  ``x * 2/255 - 1`` included) to the twelve box-predictor outputs. The frozen graph's
+  pre-processing (a resize loop to 300x300) and post-processing are cut away, so any input
+  size works: the NeMo negative check feeds the frame upscaled (see ``detector.py``).
+* **numpy**: the ``PriorBox`` layers (boxes sized in input pixels, read from the text graph),
+  the sigmoid, and ``DetectionOutput`` (centre-size decoding with the priors' variances,
+  per-class top-k and greedy NMS, then the overall keep-top-k), as OpenCV computes them;
+  its attributes are read from the text graph too.
+
+**The converted model.** OpenVINO reads the 67 MB frozen graph in 20-50 s. The cut model is
+saved once as OpenVINO IR in a cache folder (``NEEDLEFORGE_MODEL_CACHE``, else
+``$XDG_CACHE_HOME/needleforge``, else ``~/.cache/needleforge``), under the graph's sha256 and
+OpenVINO's version, written to a temporary folder and renamed, so concurrent first uses (two
+test workers) neither see half a model nor fail; later processes read it in about a second.
+Compiled models are shared within a process (one per thread count); each detector has its own
+infer request, which is what must not be shared between threads.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+import shutil
+import tempfile
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from needleforge.backends.embedded.files import sha256_prefix
+from needleforge.errors import BackendError
+
+FloatArray = npt.NDArray[np.float32]
+#: Box-encoding and class channels per anchor (4 coordinates; 90 COCO ids + background).
+_BOX, _CLASSES = 4, 91
+_MODEL_NAME = "ssd_heads"
+_compiled: dict[tuple[str, int], Any] = {}
+_compiled_lock = threading.Lock()
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class PriorSpec:
+    """One ``PriorBox`` layer: its boxes' widths and heights in input pixels, the variances
+    and the centre offset within a cell."""
+
+    widths: tuple[float, ...]
+    heights: tuple[float, ...]
+    variance: tuple[float, float, float, float]
+    offset: float = 0.5
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class OutputSpec:
+    """The ``DetectionOutput`` layer's attributes."""
+
+    confidence_threshold: float
+    nms_threshold: float
+    top_k: int
+    keep_top_k: int
+    num_classes: int
+    background_label_id: int
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class TextGraph:
+    """What the text graph says about the layers computed here."""
+
+    priors: tuple[PriorSpec, ...]
+    output: OutputSpec
+
+
+def _nodes(text: str) -> dict[str, str]:
+    """Top-level ``node { ... }`` blocks of a text graph by name."""
+    blocks: dict[str, str] = {}
+    for block in re.split(r"(?m)^node \{", text)[1:]:
+        name = re.search(r'name: "([^"]+)"', block)
+        if name is not None:
+            blocks[name.group(1)] = block
+    return blocks
+
+
+def _attr(block: str, key: str) -> str | None:
+    """The text of attribute ``key`` in a node block (up to the next attribute)."""
+    match = re.search(rf'key: "{re.escape(key)}"(.*?)(?=key: "|\Z)', block, re.S)
+    return match.group(1) if match is not None else None
+
+
+def _floats(block: str, key: str) -> tuple[float, ...]:
+    text = _attr(block, key)
+    return tuple(float(v) for v in re.findall(r"float_val: ([-0-9.eE+]+)", text or ""))
+
+
+def _scalar(block: str, key: str, kind: str) -> str:
+    text = _attr(block, key)
+    match = re.search(rf"\b{kind}: \"?([^\s\"]+)", text or "")
+    if match is None:
+        raise BackendError(f"SSD text graph: detection_out has no {key!r} attribute")
+    return match.group(1)
+
+
+def read_text_graph(path: Path) -> TextGraph:
+    """The ``PriorBox_<k>`` and ``detection_out`` attributes of the text graph at ``path``.
+
+    Raises:
+        BackendError: the file cannot be read, or it lacks a layer or attribute this runtime
+            needs, or sets one it does not implement (steps, clipping, flipping).
+    """
+    try:
+        nodes = _nodes(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise BackendError(f"cannot read the SSD text graph {path}: {exc}") from exc
+    priors = []
+    for k in range(len(nodes)):
+        block = nodes.get(f"PriorBox_{k}")
+        if block is None:
+            break
+        for unsupported in ("step", "step_h", "step_w"):
+            if _attr(block, unsupported) is not None:
+                raise BackendError(f"SSD text graph {path}: PriorBox_{k} sets {unsupported!r}")
+        for flag in ("clip", "flip"):
+            if re.search(r"b: true", _attr(block, flag) or ""):
+                raise BackendError(f"SSD text graph {path}: PriorBox_{k} sets {flag!r}")
+        widths, heights = _floats(block, "width"), _floats(block, "height")
+        variance = _floats(block, "variance")
+        offset = _floats(block, "offset") or (0.5,)
+        if not widths or len(widths) != len(heights) or len(variance) != 4:
+            raise BackendError(f"SSD text graph {path}: PriorBox_{k} needs as many widths as "
+                               f"heights and 4 variances")
+        priors.append(PriorSpec(widths, heights, (variance[0], variance[1], variance[2],
+                                                   variance[3]), offset[0]))
+    out = nodes.get("detection_out")
+    if not priors or out is None:
+        raise BackendError(f"SSD text graph {path} has no PriorBox_0 or detection_out layer")
+    if _scalar(out, "code_type", "s") != "CENTER_SIZE" or \
+            _scalar(out, "share_location", "b") != "true":
+        raise BackendError(f"SSD text graph {path}: detection_out must be CENTER_SIZE with "
+                           f"shared locations")
+    spec = OutputSpec(
+        confidence_threshold=float(_scalar(out, "confidence_threshold", "f")),
+        nms_threshold=float(_scalar(out, "nms_threshold", "f")),
+        top_k=int(_scalar(out, "top_k", "i")), keep_top_k=int(_scalar(out, "keep_top_k", "i")),
+        num_classes=int(_scalar(out, "num_classes", "i")),
+        background_label_id=int(_scalar(out, "background_label_id", "i")))
+    if spec.num_classes != _CLASSES:
+        raise BackendError(f"SSD text graph {path}: {spec.num_classes} classes, not {_CLASSES}")
+    return TextGraph(tuple(priors), spec)
+
+
+def cache_root() -> Path:
+    """Where converted models are kept (module docstring)."""
+    explicit = os.environ.get("NEEDLEFORGE_MODEL_CACHE", "").strip()
+    if explicit:
+        return Path(explicit)
+    xdg = os.environ.get("XDG_CACHE_HOME", "").strip()
+    return (Path(xdg) if xdg else Path.home() / ".cache") / "needleforge"
+
+
+def _openvino() -> Any:
+    try:
+        import openvino
+    except ImportError as exc:  # a broken install: it is a dependency of the package
+        raise BackendError(f"the embedded detector needs OpenVINO (pip install openvino): "
+                           f"{exc}") from exc
+    return openvino
+
+
+def converted_model(graph: Path, *, cache: Path | None = None) -> Path:
+    """The IR file of ``graph``'s cut model, converting and saving it on first use.
+
+    Raises:
+        BackendError: OpenVINO cannot read the graph, the graph is not the expected SSD, or
+            the cache folder cannot be written (naming it).
+    """
+    ov = _openvino()
+    version = ov.__version__.split("-")[0]
+    folder = (cache or cache_root()) / "openvino" / f"{sha256_prefix(graph)}-ov{version}"
+    xml = folder / f"{_MODEL_NAME}.xml"
+    if xml.is_file() and xml.with_suffix(".bin").is_file():
+        return xml
+    try:  # a folder we cannot write is found before the conversion's half a minute
+        folder.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", dir=folder.parent))
+    except OSError as exc:
+        raise _unwritable(folder, exc) from exc
+    try:
+        ov.save_model(_cut(ov, graph), str(tmp / xml.name), compress_to_fp16=False)
+        tmp.rename(folder)
+    except OSError as exc:
+        if not xml.is_file():  # not another process finishing first
+            raise _unwritable(folder, exc) from exc
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return xml
+
+
+def _unwritable(folder: Path, exc: OSError) -> BackendError:
+    return BackendError(f"cannot write the converted SSD model under {folder.parent}: {exc} "
+                        f"(set NEEDLEFORGE_MODEL_CACHE to a writable folder)")
+
+
+def _cut(ov: Any, graph: Path) -> Any:
+    """The frozen graph from its first convolution's pixel input to the box predictors."""
+    from openvino import opset13
+
+    try:
+        full = ov.convert_model(str(graph))
+    except Exception as exc:  # OpenVINO raises several types for a bad graph
+        raise BackendError(f"OpenVINO cannot read the SSD graph {graph}: {exc}") from exc
+    convs = [o for o in full.get_ops() if o.get_type_name() == "Convolution"]
+    first = [c for c in convs if c.input_value(1).get_partial_shape().to_shape()[1] == 3]
+    if len(first) != 1:
+        raise BackendError(f"{graph}: expected one convolution on the RGB input, "
+                           f"found {len(first)}")
+    pixels = _pixel_input(first[0])
+    image = opset13.parameter([1, -1, -1, 3], ov.Type.f32, name="image")
+    pixels.input(0).replace_source_output(image.output(0))
+    heads = _heads(convs)
+    results = []
+    for level, (box, cls) in enumerate(heads):
+        for kind, node in (("box", box), ("class", cls)):
+            node.output(0).get_tensor().set_names({f"{kind}_{level}"})
+            results.append(opset13.result(node.output(0)))
+    return ov.Model(results, [image], _MODEL_NAME)
+
+
+def _pixel_input(conv: Any) -> Any:
+    """The NHWC-to-NCHW transpose that feeds the resized frame into ``conv`` (walking up
+    through the graph's scaling ops)."""
+    node = conv
+    for _ in range(8):
+        inputs = [node.input_value(i) for i in range(node.get_input_size())]
+        variable = [v.get_node() for v in inputs if v.get_node().get_type_name() != "Constant"]
+        if len(variable) != 1:
+            break
+        node = variable[0]
+        if node.get_type_name() == "Transpose":
+            return node
+    raise BackendError("the SSD graph's pixel input was not found before its first convolution")
+
+
+def _heads(convs: Sequence[Any]) -> list[tuple[Any, Any]]:
+    """The (box, class) output nodes of each box predictor, by feature map from the finest.
+
+    A predictor is a convolution with 4 x anchors or 91 x anchors channels whose bias add
+    feeds a reshape (the backbone's 24-channel layers feed further convolutions); the two of
+    one level read the same feature map, and levels are ordered by how far that map is from
+    the input."""
+    levels: dict[str, dict[str, Any]] = {}
+    order: dict[str, int] = {}
+    for conv in convs:
+        channels = conv.input_value(1).get_partial_shape().to_shape()[0]
+        kind = "box" if channels % _BOX == 0 and channels // _BOX in (3, 6) else \
+            "class" if channels % _CLASSES == 0 else None
+        bias = [t.get_node() for t in conv.output(0).get_target_inputs()]
+        if kind is None or len(bias) != 1:
+            continue
+        after = {t.get_node().get_type_name() for t in bias[0].output(0).get_target_inputs()}
+        if not after & {"Transpose", "Reshape"}:
+            continue
+        source = conv.input_value(0).get_node()
+        key = source.get_friendly_name()  # (Python wrappers of one node differ)
+        levels.setdefault(key, {})[kind] = bias[0]
+        order[key] = _depth(source)
+    pairs = [levels[key] for key in sorted(levels, key=order.__getitem__)]
+    if len(pairs) != 6 or any(set(p) != {"box", "class"} for p in pairs):
+        raise BackendError(f"the SSD graph has {len(pairs)} box predictor levels, not 6 "
+                           f"with a box and a class output each")
+    return [(p["box"], p["class"]) for p in pairs]
+
+
+def _depth(node: Any) -> int:
+    """Convolutions on the longest path from the input to ``node`` (feature map order)."""
+    best: dict[str, int] = {}
+    stack = [(node, False)]
+    while stack:
+        current, done = stack.pop()
+        key = current.get_friendly_name()
+        if key in best:
+            continue
+        parents = [current.input_value(i).get_node() for i in range(current.get_input_size())]
+        if not done:
+            stack.append((current, True))
+            stack.extend((p, False) for p in parents if p.get_friendly_name() not in best)
+            continue
+        own = 1 if current.get_type_name() in ("Convolution", "GroupConvolution") else 0
+        best[key] = own + max((best.get(p.get_friendly_name(), 0) for p in parents), default=0)
+    return best[node.get_friendly_name()]
+
+
+def compiled(xml: Path, *, threads: int) -> Any:
+    """The compiled model at ``xml`` for ``threads`` inference threads, shared in-process."""
+    key = (str(xml), threads)
+    with _compiled_lock:
+        model = _compiled.get(key)
+        if model is None:
+            ov = _openvino()
+            core = ov.Core()
+            model = core.compile_model(core.read_model(str(xml)), "CPU", {
+                "INFERENCE_NUM_THREADS": threads, "INFERENCE_PRECISION_HINT": "f32",
+                "PERFORMANCE_HINT": "LATENCY", "NUM_STREAMS": 1,
+                "ENABLE_CPU_PINNING": False})
+            _compiled[key] = model
+    return model
+
+
+def prior_boxes(sizes: Sequence[tuple[int, int]], *, width: int, height: int,
+                specs: Sequence[PriorSpec]) -> tuple[FloatArray, FloatArray]:
+    """Priors ``[xmin, ymin, xmax, ymax]`` (normalized) and their variances, in the order
+    OpenCV's ``PriorBox`` layers give them: level, row, column, box."""
+    boxes, variances = [], []
+    for (rows, cols), spec in zip(sizes, specs, strict=True):
+        step_x, step_y = width / cols, height / rows
+        cy, cx = np.meshgrid((np.arange(rows) + spec.offset) * step_y,
+                             (np.arange(cols) + spec.offset) * step_x, indexing="ij")
+        half_w = np.asarray(spec.widths) / 2.0
+        half_h = np.asarray(spec.heights) / 2.0
+        level = np.stack([(cx[..., None] - half_w) / width, (cy[..., None] - half_h) / height,
+                          (cx[..., None] + half_w) / width, (cy[..., None] + half_h) / height],
+                         axis=-1).reshape(-1, 4)
+        boxes.append(level)
+        variances.append(np.tile(np.asarray(spec.variance), (len(level), 1)))
+    return (np.concatenate(boxes).astype(np.float32),
+            np.concatenate(variances).astype(np.float32))
+
+
+def decode(loc: FloatArray, priors: FloatArray, variances: FloatArray) -> FloatArray:
+    """Centre-size decoding of TensorFlow-ordered encodings ``[ty, tx, th, tw]``."""
+    prior_w = priors[:, 2] - priors[:, 0]
+    prior_h = priors[:, 3] - priors[:, 1]
+    prior_cx = (priors[:, 0] + priors[:, 2]) / 2
+    prior_cy = (priors[:, 1] + priors[:, 3]) / 2
+    cx = variances[:, 0] * loc[:, 1] * prior_w + prior_cx
+    cy = variances[:, 1] * loc[:, 0] * prior_h + prior_cy
+    w = np.exp(variances[:, 2] * loc[:, 3]) * prior_w
+    h = np.exp(variances[:, 3] * loc[:, 2]) * prior_h
+    return np.stack([cx - w / 2, cy - h / 2, cx + w / 2, cy + h / 2], axis=1)
+
+
+def _overlaps(boxes: FloatArray) -> npt.NDArray[np.floating[Any]]:
+    """Jaccard overlaps of every pair of normalized ``boxes`` (as OpenCV: no +1, an inverted
+    box has no area, disjoint boxes overlap 0)."""
+    x1, y1, x2, y2 = (boxes[:, k] for k in range(4))
+    ix = np.minimum(x2[:, None], x2[None]) - np.maximum(x1[:, None], x1[None])
+    iy = np.minimum(y2[:, None], y2[None]) - np.maximum(y1[:, None], y1[None])
+    inter = np.where((ix > 0) & (iy > 0), ix * iy, 0.0)
+    area = np.where((x2 >= x1) & (y2 >= y1), (x2 - x1) * (y2 - y1), 0.0)
+    union = area[:, None] + area[None] - inter
+    return np.where(union > 0, inter / np.where(union > 0, union, 1.0), 0.0)
+
+
+def _nms(boxes: FloatArray, scores: npt.NDArray[np.floating[Any]], spec: OutputSpec
+         ) -> list[int]:
+    """Greedy NMS of one class: candidates above the threshold, best ``top_k`` first, each
+    kept unless it overlaps a kept one by more than ``nms_threshold``."""
+    candidates = np.flatnonzero(scores > spec.confidence_threshold)
+    if candidates.size == 0:
+        return []
+    order = candidates[np.argsort(-scores[candidates], kind="stable")]
+    if spec.top_k > -1:
+        order = order[: spec.top_k]
+    over = _overlaps(boxes[order]) > spec.nms_threshold
+    kept = np.zeros(len(order), dtype=bool)
+    suppressed = np.zeros(len(order), dtype=bool)
+    for i in range(len(order)):
+        if not suppressed[i]:
+            kept[i] = True
+            suppressed |= over[i]
+    return [int(i) for i in order[kept]]
+
+
+def detection_rows(loc: FloatArray, conf: FloatArray, priors: FloatArray,
+                   variances: FloatArray, spec: OutputSpec) -> npt.NDArray[np.float64]:
+    """OpenCV's ``DetectionOutput`` rows ``[0, class, score, xmin, ymin, xmax, ymax]``:
+    per-class NMS, then the best ``keep_top_k`` overall, listed by class."""
+    boxes = decode(loc, priors, variances)
+    scores = 1.0 / (1.0 + np.exp(-conf))
+    present = np.flatnonzero((scores > spec.confidence_threshold).any(axis=0))
+    kept = {int(c): _nms(boxes, scores[:, c], spec) for c in present
+            if c != spec.background_label_id}
+    pairs = [(float(scores[i, c]), c, i) for c, indices in kept.items() for i in indices]
+    if spec.keep_top_k > -1 and len(pairs) > spec.keep_top_k:
+        pairs.sort(key=lambda p: -p[0])
+        pairs = pairs[: spec.keep_top_k]
+    pairs.sort(key=lambda p: p[1])  # by class, each class best first (a stable sort)
+    rows = np.zeros((len(pairs), 7), dtype=np.float64)
+    for row, (score, c, i) in zip(rows, pairs, strict=True):
+        row[1], row[2], row[3:] = c, score, boxes[i]
+    return rows
+
+
+class SsdRuntime:
+    """The detector's forward pass: a resized RGB frame in, OpenCV-style output rows out.
+
+    Args:
+        graph: the frozen graph (``.pb``); text_graph: its OpenCV text graph (``.pbtxt``).
+        threads: OpenVINO inference threads for this runtime.
+
+    Raises:
+        BackendError: as :func:`converted_model` and :func:`read_text_graph`.
+    """
+
+    def __init__(self, graph: Path, text_graph: Path, *, threads: int) -> None:
+        self.text = read_text_graph(text_graph)
+        self._request = compiled(converted_model(graph), threads=threads).create_infer_request()
+        self._priors: dict[tuple[int, int], tuple[FloatArray, FloatArray]] = {}
+
+    def rows(self, resized: npt.NDArray[Any]) -> npt.NDArray[np.float64]:
+        """Detection rows for an RGB frame already resized to the network input size."""
+        height, width = resized.shape[:2]
+        outputs = self._request.infer({0: resized[None].astype(np.float32)})
+        by_name = {next(iter(k.get_names())): np.asarray(v) for k, v in outputs.items()}
+        levels = len(self.text.priors)
+        locs = [by_name[f"box_{k}"] for k in range(levels)]
+        confs = [by_name[f"class_{k}"] for k in range(levels)]
+        key = (width, height)
+        if key not in self._priors:
+            sizes = [(a.shape[2], a.shape[3]) for a in locs]
+            self._priors[key] = prior_boxes(sizes, width=width, height=height,
+                                            specs=self.text.priors)
+        priors, variances = self._priors[key]
+        loc = np.concatenate([a.transpose(0, 2, 3, 1).reshape(-1, _BOX) for a in locs])
+        conf = np.concatenate([a.transpose(0, 2, 3, 1).reshape(-1, _CLASSES) for a in confs])
+        return detection_rows(loc, conf, priors, variances, self.text.output)
