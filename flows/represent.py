@@ -13,7 +13,6 @@ Run: ``python -m flows.represent [--db DB] [--params params.yaml]
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -22,31 +21,26 @@ from prefect import flow, task
 
 from flows._cli import flow_parser, run_main, runner_of
 from needleforge.backends import default_registry
-from needleforge.config import ObjectParams, Params, RunnerParams, resolve_params
+from needleforge.config import Params, RunnerParams, resolve_params
 from needleforge.pipeline import JobRunner, represent_store
 from needleforge.records import Representation
-from needleforge.represent import Models, RepresentFailure, RepresentJob, Step, load_models, run_job
+from needleforge.represent import (
+    Models,
+    RepresentFailure,
+    RepresentJob,
+    Step,
+    run_job,
+    worker_models,
+)
 from needleforge.runners import default_task_runner, with_runner
-
-# Per worker thread: model backends keyed by their params (built on first use, then reused
-# by every later video the thread represents; a Dask/Ray worker process has its own).
-_local = threading.local()
-
-
-def _worker_models(params: ObjectParams) -> Models:
-    key = params.model_dump_json()
-    cached: dict[str, Models] = getattr(_local, "models", {})
-    if key not in cached:
-        cached[key] = load_models(params, registry=default_registry())
-        _local.models = cached
-    return cached[key]
 
 
 @task(name="represent-video")
 def represent_task(
     job: RepresentJob, params: Params, step: Step
 ) -> Representation | RepresentFailure:
-    models = None if step == "scenes" else _worker_models(params.objects)
+    models = None if step == "scenes" else worker_models(params.objects,
+                                                         registry=default_registry())
     return run_job(job, scene_params=params.scenes, object_params=params.objects,
                    models=models)
 

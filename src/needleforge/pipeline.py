@@ -14,7 +14,7 @@ from pathlib import Path
 
 from needleforge.backends import default_registry
 from needleforge.backends.registry import Registry
-from needleforge.config import ObjectParams, Params, SceneParams
+from needleforge.config import Params
 from needleforge.failures import StageFailure, from_represent
 from needleforge.nemo import (
     ExpansionResult,
@@ -50,6 +50,7 @@ from needleforge.represent import (
     load_models,
     plan_represent,
     run_job,
+    run_on_threads,
 )
 from needleforge.store import Store
 from needleforge.vnbench.records import VNBenchResult
@@ -395,8 +396,10 @@ def represent_store(
     One transaction per video, so a killed run resumes by skipping finished videos; a video
     that fails is reported and keeps whatever it had stored. ``on_video(done, total)`` is
     called after each video (a progress bar). ``run_jobs`` runs the planned jobs, by default
-    one after another in this process; the represent flow passes one that fans them out as
-    tasks (each worker with its own backends), while this process alone writes the store.
+    on ``runner.workers`` threads of this process (:func:`~needleforge.represent.
+    run_on_threads`; one after another with 1 worker or 1 job); the represent flow passes one
+    that fans them out as tasks. Either way each worker has its own backends and this
+    process alone writes the store, in job order.
 
     Raises:
         StoreError: ``db`` is not a usable store. BackendError: an unknown backend name.
@@ -404,8 +407,7 @@ def represent_store(
     models = None if step == "scenes" else load_models(params.objects,
                                                        registry=default_registry())
     wanted = config_hash(params.scenes, params.objects if models else None, models)
-    run = run_jobs or functools.partial(_run_here, scene_params=params.scenes,
-                                        object_params=params.objects)
+    run = run_jobs or functools.partial(_run_here, params=params)
     failures: list[RepresentFailure] = []
     with Store(db) as store:
         videos = store.videos()
@@ -426,10 +428,16 @@ def represent_store(
                             tuple(failures), counts, named)
 
 
-def _run_here(jobs: Sequence[RepresentJob], models: Models | None, *,
-              scene_params: SceneParams, object_params: ObjectParams
+def _run_here(jobs: Sequence[RepresentJob], models: Models | None, *, params: Params
               ) -> Iterator[Representation | RepresentFailure]:
-    """The default :data:`JobRunner`: each job in turn, in this process, with ``models``."""
+    """The default :data:`JobRunner`: the jobs on ``runner.workers`` threads of this process,
+    or each in turn with ``models`` when there is one worker or one job."""
+    workers = min(params.runner.workers, len(jobs))
+    if workers > 1:
+        yield from run_on_threads(jobs, scene_params=params.scenes, object_params=params.objects,
+                                  objects=models is not None, workers=workers,
+                                  registry=default_registry())
+        return
     for job in jobs:
-        yield run_job(job, scene_params=scene_params, object_params=object_params,
+        yield run_job(job, scene_params=params.scenes, object_params=params.objects,
                       models=models)

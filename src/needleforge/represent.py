@@ -15,7 +15,9 @@ import dataclasses
 import functools
 import hashlib
 import json
+import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Literal, TypeVar
 
@@ -59,16 +61,28 @@ class Models:
         return out
 
 
-def load_models(params: ObjectParams, *, registry: Registry) -> Models:
+def load_models(params: ObjectParams, *, registry: Registry, threads: int | None = None
+                ) -> Models:
     """Create the detector, tagger (and OCR reader when ``params.ocr``) named in params.
+
+    ``threads`` sets the detector's and tagger's ``num_threads`` where their factories take
+    it and ``*_options`` do not set it (one model set per worker thread: the workers are then
+    the parallelism; the outputs do not depend on it).
 
     Raises :class:`~needleforge.errors.BackendError` listing the known names for an unknown
     one, or naming the missing model file.
     """
-    detector_options = {"score_threshold": params.min_detection_score,
-                        **params.detector_options}
-    detector = registry.create("detector", params.detector, **detector_options)
-    tagger = registry.create("tagger", params.tagger, **params.tagger_options)
+    def options(family: str, name: str, given: dict[str, object]) -> dict[str, object]:
+        if threads is None or "num_threads" in given or \
+                "num_threads" not in registry.accepts(family, name):
+            return dict(given)
+        return {**given, "num_threads": threads}
+
+    detector = registry.create("detector", params.detector, **options(
+        "detector", params.detector,
+        {"score_threshold": params.min_detection_score, **params.detector_options}))
+    tagger = registry.create("tagger", params.tagger,
+                             **options("tagger", params.tagger, dict(params.tagger_options)))
     reader = registry.create("text_reader", "embedded") if params.ocr else None
     return Models(detector=detector, tagger=tagger, text_reader=reader)
 
@@ -302,6 +316,50 @@ def plan_represent(
         reuse = step == "objects" and stored.startswith(scenes_part + "-")
         jobs.append(RepresentJob(video, stored_scenes.get(video.video_id) if reuse else None))
     return jobs
+
+
+#: Model threads of each worker when videos are represented on several threads at once.
+WORKER_MODEL_THREADS = 1
+_local = threading.local()
+
+
+def worker_models(params: ObjectParams, *, registry: Registry) -> Models:
+    """This thread's own model backends for ``params`` (:data:`WORKER_MODEL_THREADS` each),
+    built on its first video and reused for every later one (backends are not thread-safe)."""
+    key = params.model_dump_json()
+    cached: dict[str, Models] = getattr(_local, "models", {})
+    if key not in cached:
+        cached[key] = load_models(params, registry=registry, threads=WORKER_MODEL_THREADS)
+        _local.models = cached
+    return cached[key]
+
+
+def run_on_threads(
+    jobs: Sequence[RepresentJob], *, scene_params: SceneParams, object_params: ObjectParams,
+    objects: bool, workers: int, registry: Registry,
+) -> Iterator[Representation | RepresentFailure]:
+    """Represent ``jobs`` on ``workers`` threads, each with its own models (none when not
+    ``objects``: a scenes-only run), yielding results in job order.
+
+    Why threads: one video keeps about one core busy (decoding, then the detector, mostly one
+    after the other), and the models release the GIL. The longest videos start first, so
+    the last one to finish is short; results still come back in job order, so the store is
+    written in the same order as by one thread.
+    """
+    def one(job: RepresentJob) -> Representation | RepresentFailure:
+        models = worker_models(object_params, registry=registry) if objects else None
+        return run_job(job, scene_params=scene_params, object_params=object_params,
+                       models=models)
+
+    longest_first = sorted(jobs, key=lambda j: -j.video.media.duration_s)
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="represent") as pool:
+        futures = {id(job): pool.submit(one, job) for job in longest_first}
+        try:
+            for job in jobs:
+                yield futures[id(job)].result()
+        finally:
+            for future in futures.values():
+                future.cancel()
 
 
 def run_job(

@@ -194,3 +194,29 @@ def test_tagged_keyframes_spread_over_the_scene() -> None:
     assert _spread(10, 3) == [1, 5, 8]
     assert _spread(2, 5) == [0, 1]
     assert _spread(4, None) == [0, 1, 2, 3]
+
+
+@pytest.mark.slow
+def test_two_worker_threads_store_what_one_does(clips: Path, tmp_path: Path) -> None:
+    """The default (``runner.workers: 2``) represents videos on two threads, each with its
+    own models: the store is the one a single worker writes, failures included."""
+    stores = {}
+    for workers in (1, 2):
+        lib = tmp_path / f"lib{workers}"
+        shutil.copytree(clips, lib)
+        db = tmp_path / f"w{workers}" / "nf.duckdb"
+        db.parent.mkdir()
+        ingest_clips(lib, [{"path": "cat.mp4"}, {"path": "black.mp4"}, {"path": "half.mp4"},
+                           {"path": "one.mp4", "subtitles": "bad.srt"}], db)
+        params = tmp_path / f"params{workers}.yaml"
+        params.write_text(yaml.safe_dump({"runner": {"workers": workers}}))
+        result = runner.invoke(app, ["represent", "--db", str(db), "--params", str(params)])
+        assert result.exit_code == 1, result.output
+        assert "3 video(s) represented, 0 already current, 1 failed" in result.output
+        with Store(db) as store:
+            stores[workers] = {
+                t: [[str(v).replace(str(tmp_path / f"w{workers}"), "<w>") for v in row]
+                    for row in store.query(f"SELECT * FROM {t} ORDER BY ALL")]
+                for t in ("scenes", "scene_tags", "objects", "object_boxes", "representations")}
+    assert stores[2] == stores[1]
+    assert stores[1]["objects"] and stores[1]["scenes"]
