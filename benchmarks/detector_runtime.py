@@ -18,7 +18,7 @@ import cv2
 import numpy as np
 import skimage.data
 
-from needleforge.backends.embedded.files import (
+from needleforge.backends.embedded.model_files import (
     OPENPIBO_DISTRIBUTION,
     OPENPIBO_PACKAGE,
     package_models_dir,

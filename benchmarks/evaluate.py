@@ -42,7 +42,7 @@ from typing import Any
 import numpy as np
 
 from needleforge.backends.embedded.detector import EmbeddedDetector
-from needleforge.backends.openai_http import TimedFrame
+from needleforge.backends.openai.client import TimedFrame
 from needleforge.evaluate import (
     BLIND_NAMES,
     EmbeddedGroundingBaseline,
@@ -56,7 +56,7 @@ from needleforge.evaluate import (
     score,
 )
 from needleforge.evaluate.blind import random_answer
-from needleforge.evaluate.frames import DecodeMode, sample_frames
+from needleforge.evaluate.frame_sampling import DecodeMode, sample_frames
 from needleforge.evaluate.prompts import AnswerKind
 from needleforge.media.ffmpeg import ffmpeg_binary
 from needleforge.quality.bias import audit_release

@@ -18,7 +18,7 @@ import yaml
 
 from needleforge.config import IngestParams
 from needleforge.ingest import ingest
-from needleforge.ingest.files import sha256_file
+from needleforge.ingest.media_store import sha256_file
 from needleforge.media.ffmpeg import run_ffmpeg_args
 
 

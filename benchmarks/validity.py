@@ -17,9 +17,9 @@ automatic pipeline reached 86.65 % Recall@1x at 0.7 and its manual annotation 95
 for >= 95 %.
 
 Stage 2 runs on the same tables without the negative check, with it as the params file
-configures it (``nemo.check_*``, :mod:`needleforge.nemo.probe`), and, when they differ,
+configures it (``nemo.check_*``, :mod:`needleforge.nemo.checks.probe`), and, when they differ,
 with needleforge's default label check (denser and more upscaled than the sample's) without
-and then with the instance check (:mod:`needleforge.nemo.instance`), so the report shows
+and then with the instance check (:mod:`needleforge.nemo.checks.instance`), so the report shows
 what each check buys and what it costs: the figures of every run, the check's seconds and
 frames, the negatives it passed over (per check, and how many of those truly show the
 label, by the ground truth), and the object questions it changed (same target, another

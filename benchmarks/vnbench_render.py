@@ -4,7 +4,7 @@ For each haystack length (default 60 s and 180 s) and output frame rate (default
 5 fps), one sample of each of the 9 subtasks is composed on the same haystack (a studio
 episode, 640x360) and rendered two ways:
 
-* *ours* — :func:`needleforge.vnbench.render.render_sample`: the haystack is a clip of the
+* *ours* — :func:`needleforge.vnbench.sample_render.render_sample`: the haystack is a clip of the
   scene-clip cache (encoded once per haystack, reported separately and amortized over the 9
   samples); a sample re-encodes only its edited seconds (one ffmpeg run) and its inserted
   stills (cached per image), and joins everything by copying coded frames. The piece cache
@@ -15,7 +15,7 @@ episode, 640x360) and rendered two ways:
   inserted still frames), and encode every frame again (ffmpeg ← raw RGB pipe, the same x264
   settings, one thread like ours). It runs on ``--baseline-tasks`` (default 3 of the 9;
   ``--baseline-tasks ''`` skips it).
-* *no cache* — :func:`needleforge.vnbench.render.render_sample_from_source`: the sample is
+* *no cache* — :func:`needleforge.vnbench.sample_render.render_sample_from_source`: the sample is
   spliced from the source's own GOPs (the studio episode is H.264 at 640x360, 25 fps, an IDR
   every second: the profile at 25 fps), only the GOPs holding a needle are re-encoded, and
   nothing is cached. Everything is counted: scanning the source's packets, decoding,
@@ -57,7 +57,7 @@ import numpy as np
 from PIL import Image, ImageDraw, ImageFont
 
 from needleforge.backends import default_registry
-from needleforge.backends.embedder import ImageEmbedder
+from needleforge.backends.embedding import ImageEmbedder
 from needleforge.config import ProgramParams, RenderParams, StudioParams, VNBenchParams
 from needleforge.media import probe
 from needleforge.media.cache import (
@@ -72,14 +72,14 @@ from needleforge.records import Authorization, Video, video_id_for
 from needleforge.studio import build_studio
 from needleforge.vnbench import build_vnbench
 from needleforge.vnbench.assets import build_builtin_images, load_image_sets
+from needleforge.vnbench.clip_seconds import decode_file
 from needleforge.vnbench.clips import ClipSet
 from needleforge.vnbench.compose import Layout, compose_sample
-from needleforge.vnbench.frames import decode_file
 from needleforge.vnbench.names import SECRET_NAMES
 from needleforge.vnbench.pictures import overlay_canvas, still_frame
 from needleforge.vnbench.plan import whole_seconds
 from needleforge.vnbench.records import Haystack, VNBenchSample
-from needleforge.vnbench.render import render_sample, render_sample_from_source
+from needleforge.vnbench.sample_render import render_sample, render_sample_from_source
 from needleforge.vnbench.subtasks import SUBTASKS, Pools
 from needleforge.vnbench.text import TextStyle, default_font_path, drawtext_options
 

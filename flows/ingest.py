@@ -19,7 +19,7 @@ from flows._cli import flow_parser, run_main, runner_of
 from needleforge.config import resolve_params
 from needleforge.failures import from_rejection
 from needleforge.ingest import Accepted, RowJob, finish_ingest, plan_ingest, process_row
-from needleforge.ingest.files import LinkMode
+from needleforge.ingest.media_store import LinkMode
 from needleforge.records import IngestRejection
 from needleforge.runners import with_runner
 from needleforge.store import Store

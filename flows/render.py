@@ -4,7 +4,7 @@ Two waves of tasks: first the scene clips the montages need (each distinct clip 
 batches spread over the workers) fill the scene-clip cache; then the montages are joined by
 stream copy in batches, every clip now a cache hit. The flow process reads the store
 (read-only: rendering writes files, never DuckDB), checks every plan before anything is
-encoded (:func:`needleforge.render.plan_render`, as ``needleforge render`` does), and sums
+encoded (:func:`needleforge.montage_render.plan_render`, as ``needleforge render`` does), and sums
 the workers' reports. Workers must see the stored media, the cache and the output folder at
 the same paths (a shared filesystem); clips and montages are written under temporary names
 and renamed into place, and the same inputs give the same bytes anywhere, so two workers
@@ -23,9 +23,7 @@ from prefect import flow, task
 from flows._cli import flow_parser, run_main, runner_of
 from needleforge.config import RenderParams, RunnerParams, resolve_params
 from needleforge.media.cache import ClipResult, ClipSpec
-from needleforge.pipeline import render_inputs
-from needleforge.records import Montage, Scene, Video
-from needleforge.render import (
+from needleforge.montage_render import (
     RenderReport,
     batch_counts,
     batch_sources,
@@ -34,6 +32,8 @@ from needleforge.render import (
     join_montages,
     plan_render,
 )
+from needleforge.pipeline import render_inputs
+from needleforge.records import Montage, Scene, Video
 from needleforge.runners import default_task_runner, with_runner
 
 

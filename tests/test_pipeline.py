@@ -20,7 +20,7 @@ from typer.testing import CliRunner
 
 from flows.generate import generate_flow
 from needleforge.cli import app
-from needleforge.nemo.instance import is_instance_key
+from needleforge.nemo.checks.instance import is_instance_key
 from needleforge.store import Store
 
 runner = CliRunner()

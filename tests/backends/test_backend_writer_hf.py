@@ -18,7 +18,7 @@ import torch
 
 from needleforge.backends import default_registry
 from needleforge.backends.base import RGBImage
-from needleforge.backends.hf_writer import (
+from needleforge.backends.hf.writer import (
     HfDescriber,
     HfVerifier,
     describer_from_vlm,

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from needleforge.backends import Describer, Verifier, default_registry
-from needleforge.backends.openai_writer import OpenAIDescriber, OpenAIVerifier
+from needleforge.backends.openai.writer import OpenAIDescriber, OpenAIVerifier
 from needleforge.backends.writer_prompts import (
     PROMPTS_VERSION,
     choose_template,

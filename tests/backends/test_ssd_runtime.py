@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 import skimage.data
 
-from needleforge.backends.embedded.files import (
+from needleforge.backends.embedded.model_files import (
     OPENPIBO_DISTRIBUTION,
     OPENPIBO_PACKAGE,
     package_models_dir,

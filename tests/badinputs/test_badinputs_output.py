@@ -251,7 +251,7 @@ def test_ingest_into_an_unwritable_media_store_stops_without_refusing_rows(
 
 
 def test_ffmpeg_that_cannot_open_its_output_names_the_folder(world: Path) -> None:
-    from needleforge.media.render import encode_piece
+    from needleforge.media.join import encode_piece
 
     out = _read_only(world / "pieces")
     stream = ffmpeg_input("testsrc2=size=160x90:rate=25", format="lavfi")

@@ -26,9 +26,9 @@ from needleforge.pipeline import represent_store
 from needleforge.records import Representation, TagScore
 from needleforge.represent import Models, RepresentFailure, RepresentJob, run_job
 from needleforge.store import Store
-from needleforge.vnbench.frames import decode_file
+from needleforge.vnbench.clip_seconds import decode_file
 from needleforge.vnbench.records import Needle
-from needleforge.vnbench.render import edit_piece
+from needleforge.vnbench.sample_render import edit_piece
 from needleforge.vnbench.text import TextStyle, default_font_path
 from tests.badinputs.corpus import GOOD, GOOD2, REPRESENT_CASES, TRICKY_LINES, RepresentCase
 from tests.badinputs.corpus import licence as licence_fields

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from needleforge.backends.base import RGBImage
-from needleforge.backends.openai_http import TimedFrame
+from needleforge.backends.openai.client import TimedFrame
 from needleforge.errors import BackendError, EvaluationError, MediaError
 from needleforge.evaluate import (
     EmbeddedGroundingBaseline,

@@ -164,7 +164,7 @@ def no_decoding(monkeypatch: pytest.MonkeyPatch) -> None:
     """Any attempt to open a video fails the test."""
     import av
 
-    import needleforge.evaluate.frames as frames
+    import needleforge.evaluate.frame_sampling as frames
     import needleforge.evaluate.run as run
 
     def refuse(*args: object, **kwargs: object) -> None:

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 import needleforge
-from needleforge.backends.openai_http import TimedFrame
+from needleforge.backends.openai.client import TimedFrame
 from needleforge.errors import BackendError, EvaluationError
 from needleforge.evaluate import (
     OpenAIVideoLLM,

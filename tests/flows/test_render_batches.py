@@ -1,4 +1,4 @@
-"""The render flow's batches (:mod:`needleforge.render`), without Prefect: the same plan as
+"""The render flow's batches (:mod:`needleforge.montage_render`), without Prefect: the same plan as
 ``needleforge render``, encoded and joined in batches, gives the same files.
 
 Source media: the render stage's coded source (20 s at 25 fps, 160x90, scenes cut at 6, 13.4
@@ -16,7 +16,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from needleforge.errors import MediaError
-from needleforge.render import (
+from needleforge.montage_render import (
     BATCHES_PER_WORKER,
     batch_counts,
     batch_sources,

@@ -20,7 +20,7 @@ import pytest
 from needleforge.config import RenderParams
 from needleforge.errors import MediaError
 from needleforge.media.cache import ClipSpec, SceneClipCache, clip_frames, index_path
-from needleforge.media.render import Piece, encode_piece, render_montage
+from needleforge.media.join import Piece, encode_piece, render_montage
 from tests.conftest import ffmpeg as run_ffmpeg
 
 PROFILE = RenderParams(width=160, height=90, fps=25, preset="veryfast")

@@ -18,6 +18,7 @@ import pytest
 from needleforge.config import RenderParams
 from needleforge.errors import MediaError
 from needleforge.media import probe
+from needleforge.montage_render import render_montages
 from needleforge.records import (
     Authorization,
     Montage,
@@ -27,7 +28,6 @@ from needleforge.records import (
     scene_id_for,
     video_id_for,
 )
-from needleforge.render import render_montages
 from tests.media.test_render_media import coded_source, frame_codes
 
 PARAMS = RenderParams(width=160, height=90, fps=25, workers=2)

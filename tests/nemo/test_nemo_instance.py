@@ -19,8 +19,8 @@ from PIL import Image
 from needleforge.backends.base import RGBImage
 from needleforge.backends.embedded.detector import EmbeddedDetector
 from needleforge.backends.writing import Keyframe
-from needleforge.nemo.instance import InstanceMatcher, is_instance_key
-from needleforge.nemo.probe import TiledProbe
+from needleforge.nemo.checks.instance import InstanceMatcher, is_instance_key
+from needleforge.nemo.checks.probe import TiledProbe
 from needleforge.nemo.targets import Target
 from needleforge.records import Box, ObjectTrack, Scene, TimedBox
 

@@ -34,10 +34,10 @@ from needleforge.nemo import (
     select_negatives,
     select_targets,
 )
-from needleforge.nemo.probe import Refusal
+from needleforge.nemo.checks.probe import Refusal
+from needleforge.nemo.checks.tiles import Tile, detect_tiled, tile_grid
 from needleforge.nemo.tables import index_tables
 from needleforge.nemo.targets import Target
-from needleforge.nemo.tiles import Tile, detect_tiled, tile_grid
 from needleforge.records import Box, Montage, Scene
 
 

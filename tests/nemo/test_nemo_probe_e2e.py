@@ -10,7 +10,7 @@ be one of them; with it, shot 1 is found to show a cat and never enters the cat'
 
 A second video shows her in shot 1 at 40x32 pixels, mirrored (0.6 % of the frame): the
 default label check (a frame a second, 2x input) does not see her, the instance check
-(:mod:`needleforge.nemo.instance`) does, from the target's own pixels.
+(:mod:`needleforge.nemo.checks.instance`) does, from the target's own pixels.
 """
 
 from __future__ import annotations

@@ -21,7 +21,7 @@ from needleforge.config import Params, ParamsError, QualityParams, parse_params
 from needleforge.errors import StoreError
 from needleforge.quality import Failure, GateResult, QualityError, SuiteOutcome, run_gate
 from needleforge.quality.context import render_config
-from needleforge.quality.frames import store_frames
+from needleforge.quality.dataframes import store_frames
 from needleforge.quality.gate import read_questions_jsonl
 from needleforge.quality.release_frame import release_frame
 from tests.quality.quality_helpers import (

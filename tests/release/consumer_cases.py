@@ -16,7 +16,7 @@ from typing import Any, get_args
 
 from needleforge.config import VNBenchTask
 from needleforge.release.exports import write_exports
-from needleforge.release.files import write_jsonl, write_questions_parquet
+from needleforge.release.file_io import write_jsonl, write_questions_parquet
 from needleforge.release.readme import write_readme
 
 OFFICIAL = get_args(VNBenchTask)

@@ -16,7 +16,7 @@ from needleforge.evaluate import GroundingQuestion, load_questions
 from needleforge.media.ffmpeg import find_ffmpeg
 from needleforge.release import ReleaseReport, build_release
 from needleforge.release import build as build_module
-from needleforge.release.files import sha256_file
+from needleforge.release.file_io import sha256_file
 from needleforge.store import Store
 from tests.release.release_cases import RELEASED_MONTAGES, make_renders, make_store
 

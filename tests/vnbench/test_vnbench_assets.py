@@ -15,8 +15,8 @@ from needleforge.vnbench.assets import (
     load_image_sets,
     load_rgb,
 )
+from needleforge.vnbench.clip_seconds import decode_file
 from needleforge.vnbench.clips import MOTIONS, build_builtin_clips, load_clip_sets, motion_frames
-from needleforge.vnbench.frames import decode_file
 from needleforge.vnbench.names import SECRET_NAMES
 from needleforge.vnbench.records import VNBenchError
 

@@ -17,13 +17,13 @@ import pytest
 from PIL import Image
 
 from needleforge.backends.embedded.embedder import EmbeddedImageEmbedder
-from needleforge.backends.embedder import ImageEmbedder, max_similarity, normalize_rows
-from needleforge.backends.hf_embedder import HfClipEmbedder
+from needleforge.backends.embedding import ImageEmbedder, max_similarity, normalize_rows
+from needleforge.backends.hf.embedder import HfClipEmbedder
 from needleforge.errors import BackendError, MediaError
 from needleforge.media.cache import ClipSpec, SceneClipCache
 from needleforge.vnbench.assets import load_image_sets
+from needleforge.vnbench.clip_seconds import keyframes_at, source_frames_at
 from needleforge.vnbench.filter import NeedleFilter, sample_seconds
-from needleforge.vnbench.frames import keyframes_at, source_frames_at
 from needleforge.vnbench.records import Haystack, VNBenchError
 from tests.conftest import ffmpeg
 from tests.vnbench.vnbench_cases import PROFILE, lavfi_source, mean_abs_diff

@@ -17,8 +17,8 @@ from PIL import Image
 from needleforge.config import VNBenchParams
 from needleforge.records import Video
 from needleforge.vnbench import VNBenchResult, VNBenchSample, build_vnbench
-from needleforge.vnbench.frames import decode_file
-from needleforge.vnbench.render import render_sample, still_frame
+from needleforge.vnbench.clip_seconds import decode_file
+from needleforge.vnbench.sample_render import render_sample, still_frame
 from needleforge.vnbench.stage import haystack_cache, haystack_spec
 from needleforge.vnbench.subtasks import ACT_SUBTASKS, LONG_SUBTASKS, SUBTASKS
 from needleforge.vnbench.text import TextStyle, default_font_path

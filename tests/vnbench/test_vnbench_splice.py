@@ -27,9 +27,9 @@ from needleforge.media.cache import ClipSpec, SceneClipCache
 from needleforge.media.ffmpeg import ffmpeg_binary
 from needleforge.media.gop import CopyRun, GopSource, open_gop_source
 from needleforge.vnbench import VNBenchResult, VNBenchSample
-from needleforge.vnbench.frames import decode_file
+from needleforge.vnbench.clip_seconds import decode_file
 from needleforge.vnbench.pictures import still_frame
-from needleforge.vnbench.render import SampleRender, render_sample, render_sample_from_source
+from needleforge.vnbench.sample_render import SampleRender, render_sample, render_sample_from_source
 from needleforge.vnbench.splice import HayPiece, SplicePlan, splice_plan
 from needleforge.vnbench.text import TextStyle, default_font_path
 from tests.conftest import ffmpeg

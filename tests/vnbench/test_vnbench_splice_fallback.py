@@ -21,8 +21,8 @@ from needleforge.errors import MediaError
 from needleforge.media.cache import ClipSpec, SceneClipCache
 from needleforge.records import Video
 from needleforge.vnbench import VNBenchResult, VNBenchSample
-from needleforge.vnbench.frames import decode_file
-from needleforge.vnbench.render import render_sample_from_source
+from needleforge.vnbench.clip_seconds import decode_file
+from needleforge.vnbench.sample_render import render_sample_from_source
 from tests.conftest import ffmpeg, rotate_display
 from tests.vnbench.test_vnbench_splice import MAX_GOP_S, STYLE, on_source, profile_source
 from tests.vnbench.vnbench_cases import PROFILE

@@ -21,7 +21,7 @@ from needleforge.config import ParamsError, VNBenchParams, parse_params
 from needleforge.media.cache import ClipSpec, SceneClipCache
 from needleforge.records import Video
 from needleforge.vnbench import VNBenchResult, build_vnbench
-from needleforge.vnbench.frames import decode_file
+from needleforge.vnbench.clip_seconds import decode_file
 from tests.vnbench.test_vnbench_splice import profile_source
 from tests.vnbench.vnbench_cases import PROFILE, HistogramEmbedder, video_record
 

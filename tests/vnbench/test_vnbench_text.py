@@ -26,9 +26,9 @@ from needleforge.backends.embedded.ocr import EmbeddedTextReader
 from needleforge.media.cache import ClipSpec, SceneClipCache
 from needleforge.media.ffmpeg import find_ffmpeg
 from needleforge.media.ffmpeg_probe import version_tuple
-from needleforge.vnbench.frames import decode_file
+from needleforge.vnbench.clip_seconds import decode_file
 from needleforge.vnbench.records import Needle, VNBenchError
-from needleforge.vnbench.render import edit_piece
+from needleforge.vnbench.sample_render import edit_piece
 from needleforge.vnbench.text import (
     TextStyle,
     default_font_path,

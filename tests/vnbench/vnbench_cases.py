@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from needleforge.backends.base import RGBImage
-from needleforge.backends.embedder import Embeddings, normalize_rows
+from needleforge.backends.embedding import Embeddings, normalize_rows
 from needleforge.config import RenderParams
 from needleforge.media import probe
 from needleforge.records import Authorization, Video, video_id_for

@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TypeAlias
 
-from needleforge.backends.hf_prompts import draw_box
+from needleforge.backends.hf.vlm_prompts import draw_box
 from needleforge.backends.writer_prompts import (
     AnswerFormatError,
     ClipKind,

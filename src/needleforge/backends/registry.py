@@ -18,7 +18,7 @@ from types import MappingProxyType
 from typing import Any, Literal, TypeAlias, cast, get_args, overload
 
 from needleforge.backends.base import Detector, Tagger, TextReader
-from needleforge.backends.embedder import ImageEmbedder
+from needleforge.backends.embedding import ImageEmbedder
 from needleforge.backends.writing import Describer, Verifier
 from needleforge.errors import BackendError
 
@@ -207,11 +207,11 @@ def default_registry() -> Registry:
     from needleforge.backends.embedded.tagger import EmbeddedTagger
     from needleforge.backends.embedded.verifier import LookingVerifier
     from needleforge.backends.embedded.writer import EmbeddedDescriber, EmbeddedVerifier
-    from needleforge.backends.hf import HfClassifierTagger
-    from needleforge.backends.hf_embedder import HfClipEmbedder
-    from needleforge.backends.hf_vlm import HfVlmTagger
-    from needleforge.backends.hf_writer import HfDescriber, HfVerifier
-    from needleforge.backends.openai_writer import OpenAIDescriber, OpenAIVerifier
+    from needleforge.backends.hf.embedder import HfClipEmbedder
+    from needleforge.backends.hf.tagger import HfClassifierTagger
+    from needleforge.backends.hf.vlm import HfVlmTagger
+    from needleforge.backends.hf.writer import HfDescriber, HfVerifier
+    from needleforge.backends.openai.writer import OpenAIDescriber, OpenAIVerifier
     from needleforge.backends.ram_plus import RamPlusTagger
 
     registry = Registry()

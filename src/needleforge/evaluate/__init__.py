@@ -12,9 +12,9 @@ from needleforge.evaluate.blind import (
     blind_predictions,
     run_blind,
 )
-from needleforge.evaluate.files import load_prediction_file, load_predictions, load_questions
-from needleforge.evaluate.frames import sample_frames, sample_times
+from needleforge.evaluate.frame_sampling import sample_frames, sample_times
 from needleforge.evaluate.leaderboard import Leaderboard, LeaderboardRow, leaderboard
+from needleforge.evaluate.load import load_prediction_file, load_predictions, load_questions
 from needleforge.evaluate.metrics import (
     DEFAULT_MAP_THRESHOLDS,
     DEFAULT_RECALL_THRESHOLDS,

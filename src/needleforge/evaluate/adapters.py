@@ -1,14 +1,14 @@
 """Models under evaluation: the :class:`VideoLLM` protocol and the model-backed adapters.
 
-A model answers one question at a time from sampled frames (:mod:`.frames`) and returns raw
+A model answers one question at a time from sampled frames (:mod:`.frame_sampling`) and returns raw
 text; the scorer parses it (:mod:`.parse`). The prompt wording is ours (:mod:`.prompts`), so two
 models differ only in the model. Baselines that need no model server live in :mod:`.baselines`.
 
 - :class:`OpenAIVideoLLM` talks to any OpenAI-compatible chat-completions server through
-  :class:`~needleforge.backends.openai_http.ChatClient`, in the ``video_first`` or
+  :class:`~needleforge.backends.openai.client.ChatClient`, in the ``video_first`` or
   ``interleaved`` prompt style (retries and backoff are the client's).
 - :class:`HfVideoLLM` runs a local transformers image-text-to-text model through
-  :class:`~needleforge.backends.hf_vlm.HfVlmTagger`, which takes *one* image: the frames are
+  :class:`~needleforge.backends.hf.vlm.HfVlmTagger`, which takes *one* image: the frames are
   tiled into one grid image (row by row, at most ``grid_frames`` of them, evenly spread) and the
   prompt lists each tile's time, so a single-image model can still place events in time.
 """
@@ -23,12 +23,12 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 import numpy as np
 
 from needleforge.backends.base import RGBImage
-from needleforge.backends.openai_http import ChatClient, PromptStyle, TimedFrame, video_messages
+from needleforge.backends.openai.client import ChatClient, PromptStyle, TimedFrame, video_messages
 from needleforge.errors import BackendError
 from needleforge.evaluate.prompts import AnswerKind, render_prompt
 
 if TYPE_CHECKING:
-    from needleforge.backends.hf_vlm import HfVlmTagger
+    from needleforge.backends.hf.vlm import HfVlmTagger
 
 
 @runtime_checkable
@@ -148,7 +148,7 @@ class HfVideoLLM:
                  max_new_tokens: int = 64, device: str = "cpu",
                  tagger: HfVlmTagger | None = None) -> None:
         if tagger is None:
-            from needleforge.backends.hf_vlm import HfVlmTagger
+            from needleforge.backends.hf.vlm import HfVlmTagger
 
             tagger = HfVlmTagger(model_dir, max_new_tokens=max_new_tokens, device=device)
         self.tagger = tagger

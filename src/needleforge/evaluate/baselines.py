@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING
 
 from needleforge.backends.base import RGBImage
 from needleforge.backends.embedded.labels import COCO_LABELS
-from needleforge.backends.openai_http import TimedFrame
+from needleforge.backends.openai.client import TimedFrame
 from needleforge.errors import BackendError
 from needleforge.evaluate.memo import LRUCache, NearDuplicateMemo
 from needleforge.evaluate.prompts import AnswerKind

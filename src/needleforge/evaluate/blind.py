@@ -41,11 +41,11 @@ import numpy as np
 import numpy.typing as npt
 
 import needleforge
-from needleforge.backends.openai_http import TimedFrame
+from needleforge.backends.openai.client import TimedFrame
 from needleforge.errors import EvaluationError
 from needleforge.evaluate.baselines import RandomBaseline
-from needleforge.evaluate.files import load_questions
-from needleforge.evaluate.frames import sample_times
+from needleforge.evaluate.frame_sampling import sample_times
+from needleforge.evaluate.load import load_questions
 from needleforge.evaluate.parse import parse_spans
 from needleforge.evaluate.records import (
     LETTERS,

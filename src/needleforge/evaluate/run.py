@@ -3,10 +3,10 @@
 Each line is a :class:`~needleforge.evaluate.records.Prediction` the scorer reads:
 ``{"question_id", "response"}`` for grounding, ``{"question_id", "try", "response"}`` for a
 multiple-choice try. Questions are grouped by video, so each video is decoded once
-(:func:`~needleforge.evaluate.frames.sample_frames`) and its questions asked in a row; videos run
-on a thread pool, and every answer is appended and flushed as soon as it is back. A model whose
-``needs_pixels`` attribute is false (the random baseline: it reads only frame times) gets the
-sampled instants with a 1x1 black placeholder image and no video is decoded.
+(:func:`~needleforge.evaluate.frame_sampling.sample_frames`) and its questions asked in a row;
+videos run on a thread pool, and every answer is appended and flushed as soon as it is back. A
+model whose ``needs_pixels`` attribute is false (the random baseline: it reads only frame times)
+gets the sampled instants with a 1x1 black placeholder image and no video is decoded.
 
 Resuming: predictions already in ``out`` are kept and their questions skipped, so a run
 interrupted halfway (or a crash on one video) loses at most the answers in flight. A torn last
@@ -28,11 +28,11 @@ from typing import Any
 import numpy as np
 
 import needleforge
-from needleforge.backends.openai_http import TimedFrame
+from needleforge.backends.openai.client import TimedFrame
 from needleforge.errors import EvaluationError
 from needleforge.evaluate.adapters import VideoLLM
-from needleforge.evaluate.files import load_questions
-from needleforge.evaluate.frames import DEFAULT_FPS, sample_frames, sample_times
+from needleforge.evaluate.frame_sampling import DEFAULT_FPS, sample_frames, sample_times
+from needleforge.evaluate.load import load_questions
 from needleforge.evaluate.prompts import AnswerKind
 from needleforge.evaluate.records import ChoiceQuestion, Question
 

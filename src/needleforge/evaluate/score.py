@@ -33,7 +33,7 @@ import numpy as np
 import numpy.typing as npt
 
 from needleforge.errors import EvaluationError
-from needleforge.evaluate.files import load_prediction_file, load_questions
+from needleforge.evaluate.load import load_prediction_file, load_questions
 from needleforge.evaluate.metrics import (
     DEFAULT_MAP_THRESHOLDS,
     DEFAULT_RECALL_THRESHOLDS,

@@ -6,7 +6,7 @@ keyframe (IDR, with its SPS/PPS) exactly every second** (no scene-cut keyframes)
 B-frames** (decode order = display order) and an access-unit delimiter before every frame.
 The index records the profile and the byte offset and keyframe flag of every frame, so a
 montage takes any whole-second-aligned run of frames by byte slicing: no probing, no decoding
-(:mod:`needleforge.media.render`). x264 runs single-threaded with ``stitchable`` headers and
+(:mod:`needleforge.media.join`). x264 runs single-threaded with ``stitchable`` headers and
 bitexact flags, so the same inputs give the same bytes on any machine, and clips of different
 content share identical SPS/PPS.
 

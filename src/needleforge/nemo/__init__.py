@@ -22,8 +22,14 @@ nothing and loads no model.
 
 from __future__ import annotations
 
+from needleforge.nemo.checks.probe import (
+    NegativeProbe,
+    ProbeCost,
+    TiledProbe,
+    build_probe,
+    scan_scenes,
+)
 from needleforge.nemo.expand import CellCount, ExpansionResult, Shortfall, expand
-from needleforge.nemo.frames import VideoKeyframes, scene_times
 from needleforge.nemo.generate import (
     GenerationResult,
     KeyframeSource,
@@ -34,16 +40,10 @@ from needleforge.nemo.generate import (
 )
 from needleforge.nemo.negatives import excluded_terms, select_negatives
 from needleforge.nemo.plan import PlanSkip, montage_id_for, plan_short_montage, question_id_for
-from needleforge.nemo.probe import (
-    NegativeProbe,
-    ProbeCost,
-    TiledProbe,
-    build_probe,
-    scan_scenes,
-)
 from needleforge.nemo.stats import Table2, benchmark_table
 from needleforge.nemo.tables import SceneTables, index_tables
 from needleforge.nemo.targets import Target, is_prominent, object_span, select_targets
+from needleforge.nemo.video_keyframes import VideoKeyframes, scene_times
 from needleforge.records import SceneScan, Sighting
 
 __all__ = [

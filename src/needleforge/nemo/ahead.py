@@ -2,7 +2,7 @@
 
 Why: stage 2's cost is model runs on scenes (on the demo store, about 80 % of its CPU in the
 SSD detector's ``forward``): the negative check's scan of every scene a montage may take
-(:mod:`~needleforge.nemo.probe`) and the looking verifier's SSD x1.5 detections on the
+(:mod:`~needleforge.nemo.checks.probe`) and the looking verifier's SSD x1.5 detections on the
 keyframes of every negative it is shown (:mod:`~needleforge.backends.embedded.verifier`).
 Serially they run one after another on the main thread, where only the detector's own
 threads reach the second core (measured with OpenCV's DNN module: 1.5 of 2 cores busy).

@@ -10,7 +10,7 @@ For every target (:mod:`~needleforge.nemo.targets`), in a stable order:
    (:mod:`~needleforge.nemo.plan`). Writing comes first because negatives are chosen by
    what the question says; a target that then gets no montage cost one describer call.
    With a ``probe``
-   (:mod:`~needleforge.nemo.probe`), each negative a montage would take is first checked
+   (:mod:`~needleforge.nemo.checks.probe`), each negative a montage would take is first checked
    for every detector label the question names (an object target's own label, the
    "people" and "tie" of a scene description) and for the target object itself; a scene
    where one is seen is passed over (and listed in ``rejected_negatives``), so the answer
@@ -56,9 +56,9 @@ from needleforge.backends.writing import (
 from needleforge.config import NemoParams
 from needleforge.errors import NemoError
 from needleforge.nemo.ahead import Workers, default_workers
+from needleforge.nemo.checks.probe import NegativeProbe, Refusal, TiledProbe
 from needleforge.nemo.negatives import excluded_terms, select_negatives
 from needleforge.nemo.plan import PlanSkip, plan_short_montage, question_id_for
-from needleforge.nemo.probe import NegativeProbe, Refusal, TiledProbe
 from needleforge.nemo.tables import SceneTables, index_tables
 from needleforge.nemo.targets import Target, select_targets
 from needleforge.records import (
@@ -80,7 +80,7 @@ if TYPE_CHECKING:
 #: Decodes a scene's keyframes (with their times) for backends that look at pixels; None =
 #: tables only. It is called for the target and every negative of each montage, so a scene
 #: used by several montages is asked for more than once: cache inside it when decoding is
-#: costly (:class:`~needleforge.nemo.frames.VideoKeyframes` does).
+#: costly (:class:`~needleforge.nemo.video_keyframes.VideoKeyframes` does).
 KeyframeSource: TypeAlias = Callable[[Scene], Sequence[Keyframe]]
 #: Fewer scenes than this to scan ahead, and a verifier that does not look ahead: not worth
 #: the workers' own models (a few seconds to load); everything runs in order instead.
@@ -191,7 +191,7 @@ def generate(
     """Targets → short montage plans → written needles → verdicts, for the given videos.
 
     Scenes of videos not in ``videos`` are ignored. ``probe`` (see
-    :func:`~needleforge.nemo.probe.build_probe`) checks object targets' negatives.
+    :func:`~needleforge.nemo.checks.probe.build_probe`) checks object targets' negatives.
     ``workers`` threads (default :func:`~needleforge.nemo.ahead.default_workers`) scan and
     look ahead (module docstring); 0 does everything in order on this thread. Either way
     the result is the same.

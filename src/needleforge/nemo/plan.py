@@ -15,7 +15,7 @@ For one target:
    a uniform moment of the negatives' running time, nearest gap), so its start is spread
    evenly over the montage rather than first in one montage of ``n + 1``.
 
-An optional ``accept`` check (stage 2's negative probe, :mod:`~needleforge.nemo.probe`) is
+An optional ``accept`` check (stage 2's negative probe, :mod:`~needleforge.nemo.checks.probe`) is
 asked about each negative just before it would be taken, and a refused one is passed over
 like one that does not fit: only the scenes a montage would use are ever checked.
 

@@ -86,7 +86,7 @@ def run_gate(
     from needleforge.quality.context import quiet_gx_env
 
     quiet_gx_env()  # before GX is first imported, below
-    from needleforge.quality.frames import store_frames
+    from needleforge.quality.dataframes import store_frames
     from needleforge.quality.release_frame import ReleaseContext, release_frame, sources_frame
 
     tables = store_frames(db, params=params)

@@ -1,7 +1,7 @@
 """The quality suites, defined in code so they are reviewed as code: one function per table.
 
 Each function returns a GX 1.x :class:`~great_expectations.ExpectationSuite` over the
-DataFrame of the same name (:mod:`needleforge.quality.frames`,
+DataFrame of the same name (:mod:`needleforge.quality.dataframes`,
 :mod:`needleforge.quality.release_frame`). Every expectation carries a stable ``check`` name in
 its ``meta`` (what a :class:`~needleforge.quality.results.Failure` reports and tests match)
 and ``notes`` saying why the rule exists (Data Docs render them beside the expectation).

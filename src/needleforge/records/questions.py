@@ -2,7 +2,7 @@
 
 The one owner of the format that the release builder (:mod:`needleforge.release.answers`),
 the VNBench stage (:mod:`needleforge.vnbench.export`), the Parquet writer
-(:mod:`needleforge.release.files`), the scorer (:mod:`needleforge.evaluate`, whose questions
+(:mod:`needleforge.release.file_io`), the scorer (:mod:`needleforge.evaluate`, whose questions
 these classes are) and the quality gate (:mod:`needleforge.quality.release_frame`) share, and
 of its constants: option letters, families, length buckets and their bounds.
 

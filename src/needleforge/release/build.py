@@ -46,7 +46,7 @@ from needleforge.release.bias_card import bias_section, write_bias_plots
 from needleforge.release.card import CardInputs, write_card
 from needleforge.release.card_sections import failures_section, quality_section
 from needleforge.release.content import Content, gather
-from needleforge.release.files import (
+from needleforge.release.file_io import (
     place_file,
     sha256_file,
     write_json,

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from needleforge.errors import ReleaseError
 from needleforge.records.questions import QuestionRecordError, ReleaseQuestion, parse_jsonl
-from needleforge.release.files import sha256_file
+from needleforge.release.file_io import sha256_file
 from needleforge.release.index import INDEX_PATH, find, parse_index
 
 if TYPE_CHECKING:

@@ -23,7 +23,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from needleforge.release.files import write_jsonl
+from needleforge.release.file_io import write_jsonl
 from needleforge.release.lmms_eval_utils import DEFAULT_POST_PROMPT
 from needleforge.release.vlmevalkit import write_vlmevalkit
 from needleforge.release.vnbench_files import write_vnbench_files

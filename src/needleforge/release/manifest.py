@@ -21,7 +21,7 @@ import needleforge
 from needleforge.config import Params
 from needleforge.media.ffmpeg import find_ffmpeg
 from needleforge.records import Montage, ObjectTrack, Question, SceneTag, Verification
-from needleforge.release.files import list_files, sha256_file
+from needleforge.release.file_io import list_files, sha256_file
 
 #: Bump when the layout or a record format of releases changes.
 FORMAT_VERSION = 1

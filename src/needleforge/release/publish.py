@@ -34,7 +34,7 @@ import yaml
 
 from needleforge.errors import ReleaseError
 from needleforge.release.dvc import dvc_cmd, git_cmd
-from needleforge.release.files import sha256_file
+from needleforge.release.file_io import sha256_file
 from needleforge.release.index import INDEX_PATH, IndexEntry, read_index, with_entry, write_index
 
 ADD_REMOTE_HINT = ("dvc remote add -d storage /path/to/dvc-storage   (or s3://bucket/path, "

@@ -21,7 +21,7 @@ from typing import Any
 import yaml
 
 from needleforge.release.exports import task_name
-from needleforge.release.files import write_questions_parquet
+from needleforge.release.file_io import write_questions_parquet
 from needleforge.release.vlmevalkit import MODULE_FILE
 from needleforge.release.vnbench_files import FILES as VNBENCH_FILES
 from needleforge.release.vnbench_files import OFFICIAL_TASKS

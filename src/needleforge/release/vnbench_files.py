@@ -27,7 +27,7 @@ from typing import Any, get_args
 from needleforge.config import VNBenchTask
 from needleforge.errors import ReleaseError
 from needleforge.records.questions import N_TRIES
-from needleforge.release.files import write_json
+from needleforge.release.file_io import write_json
 from needleforge.vnbench import VNBenchError, suite_of, vnbench_entry
 
 Record = Mapping[str, Any]

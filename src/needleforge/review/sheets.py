@@ -7,7 +7,7 @@ its montage and source time, the target object's box drawn in yellow; a red sect
 frames spread across every negative segment, labelled with the scene and times. The
 question is valid when the description fits the green frames and none of the red ones.
 
-Frames are decoded by seeking (:class:`~needleforge.nemo.frames.VideoKeyframes`); a frame
+Frames are decoded by seeking (:class:`~needleforge.nemo.video_keyframes.VideoKeyframes`); a frame
 that cannot be decoded (a vanished file) becomes a grey placeholder saying why, so the rest
 of the sheet is still drawn, and is counted in the result.
 """
@@ -26,7 +26,7 @@ from PIL import Image, ImageDraw
 
 from needleforge.errors import MediaError, StoreError
 from needleforge.media.outputs import sweep_scratch, write_bytes_atomic, writing
-from needleforge.nemo.frames import VideoKeyframes
+from needleforge.nemo.video_keyframes import VideoKeyframes
 from needleforge.records import Scene, Segment, Video
 from needleforge.review import draw
 from needleforge.review.header import header

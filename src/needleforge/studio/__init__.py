@@ -4,7 +4,7 @@
 hard cuts at known times and object cut-outs moving across package photos, SRT narration,
 an authorization manifest (two rows refused on purpose) and a ground-truth file, all
 byte-identical for the same parameters. Module map: :mod:`.assets` (what ships where, and
-its rights), :mod:`.plan` (seeded scenes and objects), :mod:`.images` and :mod:`.render`
+its rights), :mod:`.plan` (seeded scenes and objects), :mod:`.images` and :mod:`.encode`
 (pixels and encoding), :mod:`.subtitles`, :mod:`.manifest`, :mod:`.truth`, :mod:`.build`.
 """
 

@@ -9,7 +9,7 @@ Output under ``out_dir``::
     manifest.yaml                            authorization manifest (see .manifest)
     ground_truth.json                        scenes, cuts and objects (see .truth)
 
-The same parameters give byte-identical files (see :mod:`needleforge.studio.render`).
+The same parameters give byte-identical files (see :mod:`needleforge.studio.encode`).
 Synthetic videos render in parallel, one single-threaded encoder per core.
 """
 
@@ -35,10 +35,10 @@ from needleforge.studio.assets import (
     select_clips,
 )
 from needleforge.studio.clips import clip_duration_s, copy_clip
+from needleforge.studio.encode import render_video
 from needleforge.studio.images import ImageBank, distinct_pairs
 from needleforge.studio.manifest import ManifestRow, write_manifest
 from needleforge.studio.plan import PlanRequest, VideoPlan, plan_video
-from needleforge.studio.render import render_video
 from needleforge.studio.subtitles import narrate, write_srt
 from needleforge.studio.truth import video_entry, write_ground_truth
 

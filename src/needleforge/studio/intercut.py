@@ -37,6 +37,7 @@ from typing import Any
 
 from needleforge.errors import NeedleforgeError, StudioError
 from needleforge.studio.clips import clip_duration_s
+from needleforge.studio.encode import X264_CRF, X264_PRESET, encode_frames
 from needleforge.studio.manifest import ManifestRow, manifest_text
 from needleforge.studio.real_assets import (
     RealSource,
@@ -44,7 +45,6 @@ from needleforge.studio.real_assets import (
     read_letterboxed,
     select_sources,
 )
-from needleforge.studio.render import X264_CRF, X264_PRESET, encode_frames
 
 WIDTH, HEIGHT, FPS = 640, 360, 25
 EDGE_S = 0.2  # never cut within this much of a clip's first or last frame

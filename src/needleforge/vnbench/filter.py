@@ -2,7 +2,7 @@
 
 For each haystack, ``n_frames`` frames are sampled at evenly spaced whole seconds, read from
 the haystack's source at the render profile's size
-(:func:`~needleforge.vnbench.frames.source_frames_at`: the frames its cached clip would start
+(:func:`~needleforge.vnbench.clip_seconds.source_frames_at`: the frames its cached clip would start
 those seconds with, without building that clip, which a sample spliced from the source's GOPs
 never needs) and embedded; a candidate image whose largest cosine similarity to those frames
 exceeds the threshold is dropped for that haystack — it could be mistaken for (or found in)
@@ -16,10 +16,10 @@ from pathlib import Path
 
 import numpy as np
 
-from needleforge.backends.embedder import Embeddings, ImageEmbedder, max_similarity
+from needleforge.backends.embedding import Embeddings, ImageEmbedder, max_similarity
 from needleforge.config import RenderParams
 from needleforge.vnbench.assets import ImageSet, NeedleImage, load_rgb
-from needleforge.vnbench.frames import source_frames_at
+from needleforge.vnbench.clip_seconds import source_frames_at
 from needleforge.vnbench.records import Haystack, Skip, VNBenchError
 
 

@@ -1,6 +1,6 @@
 """The pictures needles are made of: a still fitted into the frame, an image canvas to overlay.
 
-Shared by both renderers (the cached-clip montage, :mod:`~needleforge.vnbench.render`, and
+Shared by both renderers (the cached-clip montage, :mod:`~needleforge.vnbench.sample_render`, and
 the source-GOP splice, :mod:`~needleforge.vnbench.splice`) so that a needle looks the same
 whichever path drew it.
 """

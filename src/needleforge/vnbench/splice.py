@@ -9,7 +9,7 @@ When the haystack source is H.264 already at the render profile (see
   inserted needle splits, and the partial GOPs at the haystack's ends when its start or
   end is not on an IDR picture. The run is decoded from its IDR (yuv420p, no colour
   conversion), the subtitles and images of its edited seconds drawn (the same ``drawtext``
-  and overlay canvases as :mod:`~needleforge.vnbench.render`), and re-encoded with the
+  and overlay canvases as :mod:`~needleforge.vnbench.sample_render`), and re-encoded with the
   profile's crf/preset under the source's H.264 profile, level and colour tags
   (:class:`~needleforge.media.gop.PieceCodec`); a run an insertion falls inside is cut there;
 - one fresh piece per inserted needle (the still fitted on black, or the clip fitted and
@@ -67,8 +67,8 @@ from needleforge.media.gop import (
     verify_spliced,
 )
 from needleforge.media.h264 import FreshPiece, read_piece
+from needleforge.media.join import RenderedVideo
 from needleforge.media.outputs import scratch_path
-from needleforge.media.render import RenderedVideo
 from needleforge.vnbench.pictures import overlay_canvas, still_frame
 from needleforge.vnbench.records import Needle, VNBenchSample
 from needleforge.vnbench.text import TextStyle, drawtext_options, write_textfile

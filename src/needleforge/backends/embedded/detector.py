@@ -32,14 +32,14 @@ import numpy as np
 import numpy.typing as npt
 
 from needleforge.backends.base import RGBImage, ensure_rgb
-from needleforge.backends.embedded.files import (
+from needleforge.backends.embedded.labels import COCO_LABELS
+from needleforge.backends.embedded.model_files import (
     OPENPIBO_DISTRIBUTION,
     OPENPIBO_PACKAGE,
     model_version,
     require_file,
     resolve_models_dir,
 )
-from needleforge.backends.embedded.labels import COCO_LABELS
 from needleforge.backends.embedded.ssd_runtime import SsdRuntime
 from needleforge.errors import BackendError
 from needleforge.records import Box, Detection

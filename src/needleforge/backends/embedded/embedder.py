@@ -34,7 +34,7 @@ import numpy as np
 import numpy.typing as npt
 
 from needleforge.backends.base import RGBImage
-from needleforge.backends.embedded.files import (
+from needleforge.backends.embedded.model_files import (
     OPENPIBO_DISTRIBUTION,
     OPENPIBO_PACKAGE,
     model_version,
@@ -42,7 +42,7 @@ from needleforge.backends.embedded.files import (
     resolve_models_dir,
 )
 from needleforge.backends.embedded.tagger import MODEL_FILE, dequantize, model_input
-from needleforge.backends.embedder import Embeddings, normalize_rows
+from needleforge.backends.embedding import Embeddings, normalize_rows
 from needleforge.errors import BackendError
 
 #: Name suffix of the pooled feature tensor in ``efficientnet_lite3.tflite``.

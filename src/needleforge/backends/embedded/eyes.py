@@ -6,7 +6,8 @@ many montages), ImageNet probabilities of a crop,
 MoveNet keypoint scores of a crop, and the COCO → ImageNet class indices. Nothing is loaded
 until a rule asks for it: a verifier that fails every question on its tables never loads a
 model. Frames are cached by ``(scene id, t_s, image shape)``, so the same scene time must
-always carry the same picture (what :class:`~needleforge.nemo.frames.VideoKeyframes` gives).
+always carry the same picture (what
+:class:`~needleforge.nemo.video_keyframes.VideoKeyframes` gives).
 Not thread-safe.
 
 **Looking ahead.** :meth:`Eyes.look_ahead` has the SSD x1.5 detections of frames a verdict
@@ -34,13 +35,13 @@ from needleforge.backends.base import RGBImage
 from needleforge.backends.embedded import confirm as c
 from needleforge.backends.embedded.crop_classes import crop_class_indices
 from needleforge.backends.embedded.detector import EmbeddedDetector
-from needleforge.backends.embedded.files import (
+from needleforge.backends.embedded.labels import IMAGENET_COARSE
+from needleforge.backends.embedded.model_files import (
     OPENPIBO_DISTRIBUTION,
     OPENPIBO_PACKAGE,
     require_file,
     resolve_models_dir,
 )
-from needleforge.backends.embedded.labels import IMAGENET_COARSE
 from needleforge.backends.embedded.pose import EmbeddedPose
 from needleforge.backends.embedded.tagger import LABELS_FILE, EmbeddedTagger
 from needleforge.backends.writing import Keyframe

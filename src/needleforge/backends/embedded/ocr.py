@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from needleforge.backends.base import RGBImage, ensure_rgb
-from needleforge.backends.embedded.files import (
+from needleforge.backends.embedded.model_files import (
     RAPIDOCR_DISTRIBUTION,
     RAPIDOCR_PACKAGE,
     model_version,

@@ -26,7 +26,7 @@ import numpy as np
 import numpy.typing as npt
 
 from needleforge.backends.base import RGBImage, ensure_rgb
-from needleforge.backends.embedded.files import (
+from needleforge.backends.embedded.model_files import (
     OPENPIBO_DISTRIBUTION,
     OPENPIBO_PACKAGE,
     litert_interpreter,

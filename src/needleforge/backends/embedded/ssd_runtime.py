@@ -43,7 +43,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from needleforge.backends.embedded.files import sha256_prefix
+from needleforge.backends.embedded.model_files import sha256_prefix
 from needleforge.errors import BackendError
 
 FloatArray = npt.NDArray[np.float32]

@@ -30,7 +30,8 @@ import numpy as np
 import numpy.typing as npt
 
 from needleforge.backends.base import RGBImage, ensure_rgb
-from needleforge.backends.embedded.files import (
+from needleforge.backends.embedded.labels import IMAGENET_COARSE, readable_imagenet_label
+from needleforge.backends.embedded.model_files import (
     OPENPIBO_DISTRIBUTION,
     OPENPIBO_PACKAGE,
     litert_interpreter,
@@ -38,7 +39,6 @@ from needleforge.backends.embedded.files import (
     require_file,
     resolve_models_dir,
 )
-from needleforge.backends.embedded.labels import IMAGENET_COARSE, readable_imagenet_label
 from needleforge.errors import BackendError
 from needleforge.records import TagScore
 

@@ -7,7 +7,7 @@ measured with CLIP). Any model that maps an image to a vector works, as long as 
 L2-normalized, so that ``a @ b.T`` is the cosine similarity matrix.
 
 Implementations: :class:`~needleforge.backends.embedded.embedder.EmbeddedImageEmbedder`
-(EfficientNet-Lite3 features, offline, CPU) and :class:`~needleforge.backends.hf_embedder.
+(EfficientNet-Lite3 features, offline, CPU) and :class:`~needleforge.backends.hf.embedder.
 HfClipEmbedder` (any local CLIP-like transformers folder).
 """
 

@@ -3,7 +3,7 @@
 Every scene a montage uses is encoded **once** into the normalized scene-clip cache
 (:mod:`needleforge.media.cache`), over ``params.workers`` threads (each encode is one
 single-threaded ffmpeg child); each montage is then joined from those clips by stream copy
-(:func:`needleforge.media.render.render_montage`), so the encode cost grows with the source
+(:func:`needleforge.media.join.render_montage`), so the encode cost grows with the source
 hours used, not with the montage hours produced.
 
 A segment ``[src_start_s, src_end_s)`` of scene ``S`` becomes the piece
@@ -34,8 +34,8 @@ from typing import TypeVar
 from needleforge.config import RenderParams
 from needleforge.errors import MediaError
 from needleforge.media.cache import CACHE_VERSION, ClipResult, ClipSpec, SceneClipCache
+from needleforge.media.join import OFFSET_TOL_S, Piece, RenderedVideo, render_montage
 from needleforge.media.outputs import sweep_scratch, write_text_atomic, writing
-from needleforge.media.render import OFFSET_TOL_S, Piece, RenderedVideo, render_montage
 from needleforge.records import Montage, Scene, Video
 
 _T = TypeVar("_T")

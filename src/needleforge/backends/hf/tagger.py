@@ -12,7 +12,7 @@ Images are preprocessed by the folder's image processor in its Pillow flavour
 (``backend="pil"``): the torchvision flavour is the default in transformers 5, but PyPI's
 torchvision does not import beside every torch build, and the two give the same tensors.
 
-The image-text-to-text VLM tagger lives in :mod:`needleforge.backends.hf_vlm`.
+The image-text-to-text VLM tagger lives in :mod:`needleforge.backends.hf.vlm`.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from PIL import Image
 from needleforge.backends.base import RGBImage, ensure_rgb
 from needleforge.backends.embedded.labels import readable_imagenet_label
 from needleforge.backends.embedded.tagger import rank_tags
-from needleforge.backends.hf_files import backend_name, model_version, require_model_dir
+from needleforge.backends.hf.model_dir import backend_name, model_version, require_model_dir
 from needleforge.backends.local_files import check_device
 from needleforge.errors import BackendError
 from needleforge.records import TagScore

@@ -21,7 +21,7 @@ from nemo_cases import make_scene, make_video
 from needleforge.errors import MediaError, NemoError
 from needleforge.media.ffmpeg import ffmpeg_binary
 from needleforge.nemo import VideoKeyframes, scene_times
-from needleforge.nemo.frames import VERIFY_PER_SCENE
+from needleforge.nemo.video_keyframes import VERIFY_PER_SCENE
 from needleforge.records import Video
 
 

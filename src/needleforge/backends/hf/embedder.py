@@ -6,7 +6,8 @@ Chinese-CLIP, …): the image features are the projected embedding that CLIP's c
 training makes comparable by cosine. Nothing is downloaded (``local_files_only``).
 
 Images go through the folder's image processor in its Pillow flavour (``backend="pil"``):
-PyPI's torchvision does not import beside every torch build (see :mod:`needleforge.backends.hf`).
+PyPI's torchvision does not import beside every torch build (see
+:mod:`needleforge.backends.hf.tagger`).
 In transformers 5 ``get_image_features`` returns a model output whose ``pooler_output`` holds
 the projected features; older versions return the tensor itself. Both are accepted.
 """
@@ -21,8 +22,8 @@ import numpy as np
 from PIL import Image
 
 from needleforge.backends.base import RGBImage, ensure_rgb
-from needleforge.backends.embedder import Embeddings, normalize_rows
-from needleforge.backends.hf_files import backend_name, model_version, require_model_dir
+from needleforge.backends.embedding import Embeddings, normalize_rows
+from needleforge.backends.hf.model_dir import backend_name, model_version, require_model_dir
 from needleforge.backends.local_files import check_device
 from needleforge.errors import BackendError
 

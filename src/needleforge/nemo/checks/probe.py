@@ -11,7 +11,7 @@ next negative is drawn) rather than answered wrongly.
 
 The probe looks harder than the representation pass in three ways: denser frames (one at most
 every ``every_s`` seconds, so brief objects are sampled), tiled detection
-(:mod:`~needleforge.nemo.tiles`, so small objects reach a detectable size), and a lower score
+(:mod:`~needleforge.nemo.checks.tiles`, so small objects reach a detectable size), and a lower score
 threshold (``min_score``), since a missed object costs a wrong answer while a false alarm
 only costs one negative. Detections of every label are computed once per scene and cached,
 so a scene serving as a negative of many montages is looked at once; the cost is paid only
@@ -29,7 +29,7 @@ of planning, one task per video (the generate flow fans it out on its runner).
 scans run on worker threads, each with a probe of its own, and :meth:`TiledProbe.scan` takes
 them in the order planning asks, so the scans kept are those a serial run would have made.
 
-**The instance check** (:mod:`~needleforge.nemo.instance`, ``check_instances``) rides on the
+**The instance check** (:mod:`~needleforge.nemo.checks.instance`, ``check_instances``) rides on the
 same probe: where the label is not seen, :meth:`TiledProbe.evidence` also searches the scene
 for the target object's own pixels, which finds the small same-object appearances the
 detector misses. Its scans (one per target and scene) are stored in the same tables under
@@ -56,10 +56,10 @@ from needleforge.backends.registry import Registry
 from needleforge.backends.writing import Keyframe
 from needleforge.config import NemoParams
 from needleforge.nemo.ahead import WORKER_MODEL_THREADS, Workers
-from needleforge.nemo.frames import VERIFY_PER_SCENE, VideoKeyframes
-from needleforge.nemo.instance import InstanceCost, InstanceMatcher
+from needleforge.nemo.checks.instance import InstanceCost, InstanceMatcher
+from needleforge.nemo.checks.tiles import detect_tiled, tile_grid
 from needleforge.nemo.targets import Target
-from needleforge.nemo.tiles import detect_tiled, tile_grid
+from needleforge.nemo.video_keyframes import VERIFY_PER_SCENE, VideoKeyframes
 from needleforge.records import Box, Scene, SceneScan, Sighting, Video
 from needleforge.records.phrases import holds, normalize
 
@@ -137,7 +137,7 @@ class TiledProbe:
     Args:
         detector: any detector; its own threshold should be at or below ``min_score``.
         frames: decodes a scene's frames (e.g. :class:`VideoKeyframes` with ``every_s``).
-        cols, rows, overlap: the tile grid (:func:`~needleforge.nemo.tiles.tile_grid`).
+        cols, rows, overlap: the tile grid (:func:`~needleforge.nemo.checks.tiles.tile_grid`).
         min_score: a detection of the label at or above this score is a sighting.
         frames_spec: how ``frames`` samples, for :attr:`key`; by default a
             :class:`VideoKeyframes`' own :attr:`~VideoKeyframes.spec`, else ``"custom"``.
@@ -377,7 +377,7 @@ def build_probe(
     (``check_detector_options`` override both); frames come from the videos' stored files, at
     most ``check_every_s`` apart and at most ``check_max_side`` pixels on their longer side;
     with ``check_pose``, the frames the verifier will be shown
-    (:data:`~needleforge.nemo.frames.VERIFY_PER_SCENE` a scene) get the pose check too.
+    (:data:`~needleforge.nemo.video_keyframes.VERIFY_PER_SCENE` a scene) get the pose check too.
     With ``check_instances`` it also runs the instance check at ``check_instance_min_score``
     on the same frames. Use it as a context manager, or call ``close()``. Its
     :meth:`~TiledProbe.look_ahead` builds one more such probe (label check only) per worker.

@@ -1,6 +1,6 @@
 """Local image-text-to-text VLMs (SmolVLM, Idefics3, Qwen2-VL, …) as taggers (``hf_vlm``).
 
-The model is asked with our own prompts (:mod:`.hf_prompts`) through the folder's chat
+The model is asked with our own prompts (:mod:`.vlm_prompts`) through the folder's chat
 template, so the same code serves every architecture that ``AutoModelForImageTextToText`` and
 ``AutoProcessor`` know. Decoding is greedy (``do_sample=False``): the same image and prompt give
 the same answer, which keeps benchmark builds reproducible.
@@ -19,14 +19,14 @@ from typing import TYPE_CHECKING, Any
 from PIL import Image
 
 from needleforge.backends.base import RGBImage, ensure_rgb
-from needleforge.backends.hf_files import (
+from needleforge.backends.hf.model_dir import (
     DType,
     backend_name,
     model_version,
     require_model_dir,
     torch_dtype,
 )
-from needleforge.backends.hf_prompts import (
+from needleforge.backends.hf.vlm_prompts import (
     DESCRIBE_PROMPT,
     TAG_PROMPT,
     clean_referring_expression,
@@ -105,8 +105,8 @@ class HfVlmTagger:
         return str(answer).strip()
 
     def tag(self, image: RGBImage) -> list[TagScore]:
-        """Objects the model names for ``image`` (:data:`.hf_prompts.TAG_PROMPT`), in answer
-        order, each scored 1.0 (:data:`.hf_prompts.VLM_TAG_SCORE`).
+        """Objects the model names for ``image`` (:data:`.vlm_prompts.TAG_PROMPT`), in answer
+        order, each scored 1.0 (:data:`.vlm_prompts.VLM_TAG_SCORE`).
 
         Raises:
             BackendError: when ``image`` is not a uint8 HxWx3 array.
@@ -117,8 +117,8 @@ class HfVlmTagger:
         """A short noun phrase singling out the object in ``box`` (normalized coordinates).
 
         The box is drawn on a copy of ``image`` and the model is asked
-        (:data:`.hf_prompts.DESCRIBE_PROMPT`) for a phrase that does not mention it; the
-        answer is cleaned by :func:`.hf_prompts.clean_referring_expression`. ``""`` when the
+        (:data:`.vlm_prompts.DESCRIBE_PROMPT`) for a phrase that does not mention it; the
+        answer is cleaned by :func:`.vlm_prompts.clean_referring_expression`. ``""`` when the
         model gave nothing usable.
 
         Raises:

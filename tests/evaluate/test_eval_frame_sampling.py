@@ -12,10 +12,10 @@ import av
 import numpy as np
 import pytest
 
-from needleforge.backends.openai_http import TimedFrame
+from needleforge.backends.openai.client import TimedFrame
 from needleforge.errors import MediaError
 from needleforge.evaluate import sample_frames, sample_times
-from needleforge.evaluate.frames import _Sampler
+from needleforge.evaluate.frame_sampling import _Sampler
 from tests.conftest import ffmpeg
 
 FPS = 10

@@ -1,7 +1,7 @@
 """Render a VNBench sample: re-encode only the touched seconds, stream-copy the rest.
 
 The haystack is one clip of the scene-clip cache (keyframe every second). A sample's video
-is a montage (:func:`~needleforge.media.render.render_montage`) of:
+is a montage (:func:`~needleforge.media.join.render_montage`) of:
 
 - untouched runs of the haystack clip, copied frame for frame (bit-identical);
 - for **edited** needles, one freshly encoded piece holding all the edited seconds of the
@@ -58,10 +58,10 @@ from needleforge.media.cache import (
     video_encoder_options,
 )
 from needleforge.media.gop import Refusal
+from needleforge.media.join import Piece, RenderedVideo, encode_piece, render_montage
 from needleforge.media.outputs import write_text_atomic
-from needleforge.media.render import Piece, RenderedVideo, encode_piece, render_montage
 from needleforge.vnbench.assets import RGB
-from needleforge.vnbench.frames import second_bytes
+from needleforge.vnbench.clip_seconds import second_bytes
 from needleforge.vnbench.pictures import overlay_canvas, still_frame
 from needleforge.vnbench.records import Needle, VNBenchSample
 from needleforge.vnbench.splice import SPLICE_VERSION, render_spliced

@@ -1,10 +1,11 @@
 """Question writer and verifier on a local image-text-to-text model (``hf_vlm``).
 
-The same prompts and failure rules as ``openai_http`` (:mod:`.writer_prompts`,
-:mod:`.model_writer`), asked through :meth:`~.hf_vlm.HfVlmTagger.ask`, which takes one image:
-the describer shows one keyframe of the target with the object's box drawn on it, the
-verifier one keyframe per clip (the middle one of those available). Decoding is greedy, so a
-folder and its inputs always give the same questions and verdicts.
+The same prompts and failure rules as ``openai_http``
+(:mod:`~needleforge.backends.writer_prompts`, :mod:`~needleforge.backends.model_writer`),
+asked through :meth:`~.vlm.HfVlmTagger.ask`, which takes one image: the describer shows one
+keyframe of the target with the object's box drawn on it, the verifier one keyframe per clip
+(the middle one of those available). Decoding is greedy, so a folder and its inputs always
+give the same questions and verdicts.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from pathlib import Path
 from typing import Protocol
 
 from needleforge.backends.base import RGBImage
-from needleforge.backends.hf_files import DType
+from needleforge.backends.hf.model_dir import DType
 from needleforge.backends.model_writer import Ask, ModelDescriber, ModelVerifier
 from needleforge.backends.writer_prompts import PROMPT_REVISION, PROMPTS_VERSION
 from needleforge.backends.writing import Keyframe
@@ -23,7 +24,7 @@ from needleforge.errors import BackendError
 
 
 class VlmAsker(Protocol):
-    """What the writers need of a local VLM (:class:`~.hf_vlm.HfVlmTagger` has it)."""
+    """What the writers need of a local VLM (:class:`~.vlm.HfVlmTagger` has it)."""
 
     @property
     def name(self) -> str: ...
@@ -35,7 +36,8 @@ class VlmAsker(Protocol):
 
 
 def _vlm_ask(vlm: VlmAsker, *, max_new_tokens: int) -> Ask:
-    """An :data:`~.model_writer.Ask` showing the middle frame of those chosen."""
+    """An :data:`~needleforge.backends.model_writer.Ask` showing the middle frame of those
+    chosen."""
     if max_new_tokens < 1:
         raise BackendError(f"max_new_tokens = {max_new_tokens} must be >= 1")
 
@@ -49,7 +51,7 @@ def _vlm_ask(vlm: VlmAsker, *, max_new_tokens: int) -> Ask:
 
 
 def _load(model_dir: Path | str, *, device: str, dtype: DType) -> VlmAsker:
-    from needleforge.backends.hf_vlm import HfVlmTagger  # loads transformers when built
+    from needleforge.backends.hf.vlm import HfVlmTagger  # loads transformers when built
 
     return HfVlmTagger(model_dir, device=device, dtype=dtype)
 
@@ -92,12 +94,12 @@ class HfDescriber(ModelDescriber):
     Args:
         model_dir: a ``save_pretrained`` folder, as for the ``hf_vlm`` tagger.
         max_new_tokens: longest answer; the JSON object needs room (default 200).
-        device, dtype: as :class:`~.hf_vlm.HfVlmTagger`.
+        device, dtype: as :class:`~.vlm.HfVlmTagger`.
         max_gap_s: a keyframe shows the object when one of its boxes is this close in time.
         abstract_labels: object labels skipped without asking the model.
 
     Raises:
-        BackendError: as :class:`~.hf_vlm.HfVlmTagger` (missing folder, files, bad device).
+        BackendError: as :class:`~.vlm.HfVlmTagger` (missing folder, files, bad device).
     """
 
     def __init__(
@@ -118,7 +120,7 @@ class HfVerifier(ModelVerifier):
     Options as :class:`HfDescriber` (without ``abstract_labels``; ``max_new_tokens`` 120).
 
     Raises:
-        BackendError: as :class:`~.hf_vlm.HfVlmTagger`.
+        BackendError: as :class:`~.vlm.HfVlmTagger`.
     """
 
     def __init__(

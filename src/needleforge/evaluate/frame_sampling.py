@@ -29,7 +29,7 @@ from typing import Any, Literal
 import av
 import numpy as np
 
-from needleforge.backends.openai_http import TimedFrame
+from needleforge.backends.openai.client import TimedFrame
 from needleforge.errors import MediaError
 
 #: Frames per second sampled before thinning (NeMo Sec. 5.1 and VNBench both use 1 fps).

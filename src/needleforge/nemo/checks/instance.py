@@ -1,6 +1,6 @@
 """The instance check: look in a negative scene for the target object itself, by its pixels.
 
-Why: the label check (:mod:`~needleforge.nemo.probe`) asks a detector whether a scene shows
+Why: the label check (:mod:`~needleforge.nemo.checks.probe`) asks a detector whether a scene shows
 a ``motorcycle``; a detector's recall falls off for objects under about 1 % of the frame,
 and these are exactly the ones the representation pass missed. The commonest way for a
 negative to show "the motorcycle" is that the *same* motorcycle appears in another shot of

@@ -2,15 +2,15 @@
 
 Each call sends the chosen keyframes of one clip as JPEG data URLs (the target object's box
 drawn on copies of them for the describer and for the target clip of the verifier), in the
-``video_first`` or ``interleaved`` layout of :func:`~.openai_http.video_messages`, followed by
-our prompt (:mod:`.writer_prompts`). Retries, timeouts and API keys are the
-:class:`~.openai_http.ChatClient`'s; what a failed or malformed answer turns into is
-:mod:`.model_writer`'s (a Skip, or a failed verdict — never a pass).
+``video_first`` or ``interleaved`` layout of :func:`~.client.video_messages`, followed by
+our prompt (:mod:`~needleforge.backends.writer_prompts`). Retries, timeouts and API keys are the
+:class:`~.client.ChatClient`'s; what a failed or malformed answer turns into is
+:mod:`~needleforge.backends.model_writer`'s (a Skip, or a failed verdict — never a pass).
 
 Two checks keep a misconfigured server from passing for a run that merely found nothing:
 
 * building a writer or verifier asks the server which models it serves
-  (:meth:`~.openai_http.ChatClient.check_model`, ``check_model: false`` to skip): a wrong
+  (:meth:`~.client.ChatClient.check_model`, ``check_model: false`` to skip): a wrong
   ``model`` id or a dead server stops the stage before any work;
 * when the first ``give_up_after`` calls (3 by default) all fail the same way (same HTTP
   status or transport error), the stage stops with :class:`EndpointFailure` instead of
@@ -31,7 +31,7 @@ import threading
 from collections.abc import Sequence
 
 from needleforge.backends.model_writer import Ask, ModelDescriber, ModelVerifier
-from needleforge.backends.openai_http import ChatClient, ChatError, PromptStyle, video_messages
+from needleforge.backends.openai.client import ChatClient, ChatError, PromptStyle, video_messages
 from needleforge.backends.writer_prompts import PROMPT_REVISION, PROMPTS_VERSION
 from needleforge.backends.writing import Keyframe
 from needleforge.config import DEFAULT_ABSTRACT_LABELS
@@ -91,8 +91,9 @@ class FailureStreak:
 
 def _chat_ask(client: ChatClient, *, style: PromptStyle, image_max_side: int,
               give_up_after: int) -> Ask:
-    """An :data:`~.model_writer.Ask` that sends frames + prompt as one user message, and
-    stops the stage when its first ``give_up_after`` calls fail alike (:class:`FailureStreak`).
+    """An :data:`~needleforge.backends.model_writer.Ask` that sends frames + prompt as one
+    user message, and stops the stage when its first ``give_up_after`` calls fail alike
+    (:class:`FailureStreak`).
     """
     if style not in ("video_first", "interleaved"):
         raise BackendError(f"prompt {style = } must be 'video_first' or 'interleaved'")
