@@ -24,7 +24,7 @@ from typing import Literal, TypeVar
 import numpy as np
 import numpy.typing as npt
 
-from needleforge.backends import Detector, Registry, Tagger, TextReader
+from needleforge.backends import Detector, Keyframe, Registry, Tagger, TextReader
 from needleforge.config import ObjectParams, SceneParams
 from needleforge.errors import BackendError, NeedleforgeError, SubtitleError
 from needleforge.objects import build_objects, scene_tags
@@ -39,7 +39,6 @@ from needleforge.records import (
     Video,
 )
 from needleforge.scenes import attach_subtitles, detect_scenes, read_subtitles, sample_keyframes
-from needleforge.scenes.keyframes import Keyframe
 from needleforge.scenes.subtitles import Cue
 
 Image = npt.NDArray[np.uint8]

@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 from needleforge.backends import writer_prompts
+from needleforge.backends.base import Keyframe
 from needleforge.backends.model_writer import NoFrames, even_pick, marked_frames
 from needleforge.backends.writer_prompts import (
     PROMPTS_VERSION,
@@ -26,7 +27,6 @@ from needleforge.backends.writer_prompts import (
     parse_writer_answer,
     verify_prompt,
 )
-from needleforge.backends.writing import Keyframe
 from tests.backends.writer_cases import BOX, has_red_outline, scene, solid, track
 
 GOLDEN = Path(__file__).parent / "golden" / "writer_prompts"

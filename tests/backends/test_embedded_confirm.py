@@ -20,6 +20,7 @@ import cv2
 import numpy as np
 import pytest
 
+from needleforge.backends.base import Keyframe
 from needleforge.backends.embedded import confirm as c
 from needleforge.backends.embedded.crop_classes import (
     IMAGENET_CLASSES,
@@ -29,7 +30,6 @@ from needleforge.backends.embedded.crop_classes import (
 from needleforge.backends.embedded.eyes import Eyes
 from needleforge.backends.embedded.labels import COCO_LABELS
 from needleforge.backends.embedded.model_files import package_models_dir
-from needleforge.backends.writing import Keyframe
 from needleforge.errors import BackendError
 from needleforge.records import Box, ObjectAttributes, ObjectTrack, TimedBox
 

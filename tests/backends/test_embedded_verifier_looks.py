@@ -26,15 +26,10 @@ from test_embedded_confirm import (
 )
 
 from needleforge.backends import default_registry
+from needleforge.backends.base import Keyframe
 from needleforge.backends.embedded.verifier import LookingVerifier
 from needleforge.backends.embedded.writer import EmbeddedVerifier
-from needleforge.backends.writing import (
-    Keyframe,
-    SceneView,
-    TargetView,
-    Verifier,
-    VerifyRequest,
-)
+from needleforge.backends.writing import SceneView, TargetView, Verifier, VerifyRequest
 from needleforge.errors import BackendError
 from needleforge.records import Box, ObjectAttributes, ObjectTrack, Scene, SceneTag, TimedBox
 from needleforge.records.base import object_id_for, scene_id_for

@@ -20,8 +20,8 @@ from typing import Any
 import numpy as np
 from PIL import Image
 
-from needleforge.backends.base import RGBImage
-from needleforge.backends.writing import Keyframe, SceneView, TargetView
+from needleforge.backends.base import Keyframe, RGBImage
+from needleforge.backends.writing import SceneView, TargetView
 from needleforge.records import (
     Box,
     ObjectAttributes,

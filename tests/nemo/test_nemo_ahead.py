@@ -17,11 +17,10 @@ import numpy as np
 import pytest
 from nemo_cases import backdrop, chelsea, corpus, params
 
-from needleforge.backends.base import RGBImage
+from needleforge.backends.base import Keyframe, RGBImage
 from needleforge.backends.embedded.detector import EmbeddedDetector
 from needleforge.backends.embedded.eyes import Eyes
 from needleforge.backends.embedded.writer import EmbeddedDescriber, EmbeddedVerifier
-from needleforge.backends.writing import Keyframe
 from needleforge.errors import MediaError
 from needleforge.nemo import GenerationResult, TiledProbe, generate
 from needleforge.nemo.ahead import Workers, default_workers

@@ -9,8 +9,9 @@ import numpy as np
 import pytest
 from nemo_cases import corpus, make_scene, make_tag, make_track, make_video, params, tile
 
+from needleforge.backends.base import Keyframe
 from needleforge.backends.embedded.writer import EmbeddedDescriber, EmbeddedVerifier
-from needleforge.backends.writing import Keyframe, Skip, TargetView, WrittenNeedle
+from needleforge.backends.writing import Skip, TargetView, WrittenNeedle
 from needleforge.errors import NemoError
 from needleforge.nemo import GenerationResult, generate
 from needleforge.records import NeedleType, Scene

@@ -16,9 +16,8 @@ import pytest
 from nemo_cases import backdrop, chelsea, make_scene, make_track, photo
 from PIL import Image
 
-from needleforge.backends.base import RGBImage
+from needleforge.backends.base import Keyframe, RGBImage
 from needleforge.backends.embedded.detector import EmbeddedDetector
-from needleforge.backends.writing import Keyframe
 from needleforge.nemo.checks.instance import InstanceMatcher, is_instance_key
 from needleforge.nemo.checks.probe import TiledProbe
 from needleforge.nemo.targets import Target

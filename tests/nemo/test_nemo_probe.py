@@ -18,10 +18,9 @@ from nemo_cases import Corpus, backdrop, chelsea, corpus, params
 from PIL import Image
 
 from needleforge.backends import default_registry
-from needleforge.backends.base import Detection, RGBImage
+from needleforge.backends.base import Detection, Keyframe, RGBImage
 from needleforge.backends.embedded.detector import EmbeddedDetector
 from needleforge.backends.embedded.writer import EmbeddedDescriber, EmbeddedVerifier
-from needleforge.backends.writing import Keyframe
 from needleforge.config import NemoParams
 from needleforge.nemo import (
     GenerationResult,

@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 from scene_clips import FPS, Clip
 
+from needleforge.backends.base import Keyframe
 from needleforge.errors import MediaError
 from needleforge.records import Scene
 from needleforge.scenes import (
-    Keyframe,
     keyframe_times,
     sample_keyframes,
     scenes_from_bounds,
@@ -194,7 +194,7 @@ def test_overlapping_scenes_are_refused(cuts_clip: Clip) -> None:
 
 def test_keyframe_checks_its_image() -> None:
     with pytest.raises(ValueError, match="uint8 HxWx3"):
-        Keyframe("v-s0000", 0.0, np.zeros((4, 4), dtype=np.uint8))
+        Keyframe(0.0, np.zeros((4, 4), dtype=np.uint8), scene_id="v-s0000")
 
 
 def test_scenes_past_the_end_of_the_file_are_reported(cuts_clip: Clip) -> None:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from needleforge.backends.base import (
     Detector,
+    Keyframe,
     RGBImage,
     Tagger,
     TextReader,
@@ -24,7 +25,6 @@ from needleforge.backends.base import (
 from needleforge.backends.registry import FAMILIES, Family, Registry, default_registry
 from needleforge.backends.writing import (
     Describer,
-    Keyframe,
     SceneView,
     Skip,
     TargetView,

@@ -13,6 +13,8 @@ net) and are not thread-safe: build one per worker thread or process, not one pe
 
 from __future__ import annotations
 
+import dataclasses
+import math
 from collections.abc import Iterable
 from typing import Protocol, TypeAlias, runtime_checkable
 
@@ -24,6 +26,37 @@ from needleforge.records import Detection, TagScore
 
 #: An RGB frame: ``uint8`` array of shape ``(height, width, 3)``.
 RGBImage: TypeAlias = npt.NDArray[np.uint8]
+
+
+@dataclasses.dataclass(frozen=True, slots=True, eq=False)
+class Keyframe:
+    """A decoded frame at ``t_s`` seconds from the video start; ``image`` is RGB uint8 HxWx3.
+
+    The one keyframe type of every stage and backend. ``scene_id`` names the scene the frame
+    was decoded for where a stream of frames runs across scenes (the representation stage's
+    sequential sampler, :func:`~needleforge.scenes.keyframes.sample_keyframes`); it is empty
+    where the caller holds the scene already (the frames of a writer's or verifier's view,
+    :class:`~needleforge.nemo.video_keyframes.VideoKeyframes`).
+
+    Compared by identity: arrays have no useful ``==``.
+    """
+
+    t_s: float
+    image: RGBImage
+    scene_id: str = ""
+
+    def __post_init__(self) -> None:
+        if not (math.isfinite(self.t_s) and self.t_s >= 0):
+            named = f"{self.scene_id}: " if self.scene_id else "keyframe "
+            raise ValueError(f"{named}t_s = {self.t_s!r} must be finite and >= 0")
+        where = self.scene_id or f"keyframe at {self.t_s} s"
+        image = self.image
+        if not isinstance(image, np.ndarray):
+            raise ValueError(f"{where}: image must be a numpy array, got "
+                             f"{type(image).__name__}")
+        if image.dtype != np.uint8 or image.ndim != 3 or image.shape[2] != 3:
+            raise ValueError(f"{where}: image must be uint8 HxWx3, got "
+                             f"{image.dtype} {image.shape}")
 
 
 @runtime_checkable

@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TypeAlias
 
+from needleforge.backends.base import Keyframe
 from needleforge.backends.hf.vlm_prompts import draw_box
 from needleforge.backends.writer_prompts import (
     AnswerFormatError,
@@ -33,7 +34,6 @@ from needleforge.backends.writer_prompts import (
     verify_prompt,
 )
 from needleforge.backends.writing import (
-    Keyframe,
     SceneView,
     Skip,
     TargetView,

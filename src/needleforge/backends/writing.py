@@ -9,42 +9,18 @@ offered as context only: a description must not rest on them alone.
 
 These types live with the backends, not with the NeMo stage, because every implementation
 (embedded, ``openai_http``, ``hf_vlm``) depends on them and backends never import stages.
-They depend on records and numpy only.
+They depend on records and :mod:`~needleforge.backends.base` (:class:`~.base.Keyframe`, the
+frames they show) only.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import math
 from typing import Protocol, runtime_checkable
 
-import numpy as np
-
-from needleforge.backends.base import RGBImage
+from needleforge.backends.base import Keyframe
 from needleforge.records import NeedleType, ObjectTrack, Scene, SceneTag
 from needleforge.records.phrases import normalize, ranked_tags
-
-
-@dataclasses.dataclass(frozen=True, slots=True, eq=False)
-class Keyframe:
-    """A decoded frame at ``t_s`` seconds from the video start; ``image`` is RGB uint8 HxWx3.
-
-    Compared by identity: arrays have no useful ``==``.
-    """
-
-    t_s: float
-    image: RGBImage
-
-    def __post_init__(self) -> None:
-        if not (math.isfinite(self.t_s) and self.t_s >= 0):
-            raise ValueError(f"keyframe t_s = {self.t_s!r} must be finite and >= 0")
-        image = self.image
-        if not isinstance(image, np.ndarray):
-            raise ValueError(f"keyframe at {self.t_s} s: image must be a numpy array, got "
-                             f"{type(image).__name__}")
-        if image.dtype != np.uint8 or image.ndim != 3 or image.shape[2] != 3:
-            raise ValueError(f"keyframe at {self.t_s} s: image must be uint8 HxWx3, got "
-                             f"{image.dtype} {image.shape}")
 
 
 def _belongs(scene: Scene, tags: tuple[SceneTag, ...], objects: tuple[ObjectTrack, ...]) -> None:

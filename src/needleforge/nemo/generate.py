@@ -43,10 +43,10 @@ from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias, runtime_checkable
 
+from needleforge.backends.base import Keyframe
 from needleforge.backends.registry import Registry
 from needleforge.backends.writing import (
     Describer,
-    Keyframe,
     SceneView,
     Skip,
     TargetView,

@@ -37,7 +37,7 @@ from typing import Any
 import av
 import numpy as np
 
-from needleforge.backends.writing import Keyframe
+from needleforge.backends.base import Keyframe
 from needleforge.errors import MediaError, NemoError
 from needleforge.records import Scene, Video
 

@@ -5,12 +5,7 @@ PySceneDetect (and with it OpenCV) is imported only when :func:`detect_scenes` r
 """
 
 from needleforge.scenes.detect import SceneDetection, detect_scenes
-from needleforge.scenes.keyframes import (
-    Keyframe,
-    KeyframeSampler,
-    keyframe_times,
-    sample_keyframes,
-)
+from needleforge.scenes.keyframes import KeyframeSampler, keyframe_times, sample_keyframes
 from needleforge.scenes.subtitles import (
     Cue,
     attach_subtitles,
@@ -24,7 +19,6 @@ from needleforge.scenes.tiling import check_tiling, frames_between, scenes_from_
 
 __all__ = [
     "Cue",
-    "Keyframe",
     "KeyframeSampler",
     "SceneDetection",
     "attach_subtitles",

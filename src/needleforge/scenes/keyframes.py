@@ -24,35 +24,14 @@ from typing import Any
 
 import av
 import numpy as np
-import numpy.typing as npt
 
+from needleforge.backends.base import Keyframe
 from needleforge.errors import MediaError
 from needleforge.records import Scene
 
 #: Stop after this many packets in a row fail to decode (isolated bad packets are skipped).
 MAX_CONSECUTIVE_FAILURES = 5
 _EPS_S = 1e-6
-
-
-@dataclasses.dataclass(frozen=True, slots=True, eq=False)
-class Keyframe:
-    """A decoded frame of scene ``scene_id`` at ``t_s`` seconds from the video start.
-
-    ``image`` is ``uint8`` HxWx3 RGB. Compared by identity (arrays have no useful ``==``).
-    """
-
-    scene_id: str
-    t_s: float
-    image: npt.NDArray[np.uint8]
-
-    def __post_init__(self) -> None:
-        if not (math.isfinite(self.t_s) and self.t_s >= 0):
-            raise ValueError(f"{self.scene_id}: t_s = {self.t_s!r} must be finite and >= 0")
-        shape = self.image.shape
-        if self.image.dtype != np.uint8 or len(shape) != 3 or shape[2] != 3:
-            raise ValueError(
-                f"{self.scene_id}: image must be uint8 HxWx3, got {self.image.dtype} {shape}"
-            )
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

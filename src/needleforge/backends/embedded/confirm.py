@@ -60,8 +60,7 @@ from typing import Literal
 import numpy as np
 import numpy.typing as npt
 
-from needleforge.backends.base import RGBImage
-from needleforge.backends.writing import Keyframe
+from needleforge.backends.base import Keyframe, RGBImage
 from needleforge.records import Box, Detection, ObjectTrack
 from needleforge.records.phrases import normalize
 

@@ -31,7 +31,7 @@ from typing import Protocol, TypeVar
 import numpy as np
 import numpy.typing as npt
 
-from needleforge.backends.base import RGBImage
+from needleforge.backends.base import Keyframe, RGBImage
 from needleforge.backends.embedded import confirm as c
 from needleforge.backends.embedded.crop_classes import crop_class_indices
 from needleforge.backends.embedded.detector import EmbeddedDetector
@@ -44,7 +44,6 @@ from needleforge.backends.embedded.model_files import (
 )
 from needleforge.backends.embedded.pose import EmbeddedPose
 from needleforge.backends.embedded.tagger import LABELS_FILE, EmbeddedTagger
-from needleforge.backends.writing import Keyframe
 from needleforge.records import Detection
 from needleforge.records.phrases import holds, is_person, normalize
 

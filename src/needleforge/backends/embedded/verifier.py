@@ -52,11 +52,12 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
+from needleforge.backends.base import Keyframe
 from needleforge.backends.embedded import confirm as c
 from needleforge.backends.embedded.eyes import Eyes, Submit
 from needleforge.backends.embedded.labels import COCO_LABELS
 from needleforge.backends.embedded.writer import EmbeddedVerifier, verify_object, verify_scene
-from needleforge.backends.writing import Keyframe, SceneView, TargetView, Verdict, VerifyRequest
+from needleforge.backends.writing import SceneView, TargetView, Verdict, VerifyRequest
 from needleforge.errors import BackendError
 from needleforge.records import ObjectTrack
 from needleforge.records.phrases import (

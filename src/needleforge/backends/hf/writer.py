@@ -14,11 +14,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Protocol
 
-from needleforge.backends.base import RGBImage
+from needleforge.backends.base import Keyframe, RGBImage
 from needleforge.backends.hf.model_dir import DType
 from needleforge.backends.model_writer import Ask, ModelDescriber, ModelVerifier
 from needleforge.backends.writer_prompts import PROMPT_REVISION, PROMPTS_VERSION
-from needleforge.backends.writing import Keyframe
 from needleforge.config import DEFAULT_ABSTRACT_LABELS
 from needleforge.errors import BackendError
 

@@ -30,10 +30,10 @@ from __future__ import annotations
 import threading
 from collections.abc import Sequence
 
+from needleforge.backends.base import Keyframe
 from needleforge.backends.model_writer import Ask, ModelDescriber, ModelVerifier
 from needleforge.backends.openai.client import ChatClient, ChatError, PromptStyle, video_messages
 from needleforge.backends.writer_prompts import PROMPT_REVISION, PROMPTS_VERSION
-from needleforge.backends.writing import Keyframe
 from needleforge.config import DEFAULT_ABSTRACT_LABELS
 from needleforge.errors import BackendError, NeedleforgeError
 

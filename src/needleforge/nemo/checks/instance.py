@@ -43,7 +43,7 @@ from collections.abc import Callable, Iterable, Sequence
 
 import numpy as np
 
-from needleforge.backends.writing import Keyframe
+from needleforge.backends.base import Keyframe
 from needleforge.records import Box, ObjectTrack, Scene, SceneScan, Sighting, TimedBox
 from needleforge.records.phrases import normalize
 

@@ -50,10 +50,9 @@ from typing import Literal, Protocol, runtime_checkable
 import numpy as np
 import numpy.typing as npt
 
-from needleforge.backends.base import Detector, RGBImage
+from needleforge.backends.base import Detector, Keyframe, RGBImage
 from needleforge.backends.embedded.confirm import NEGATIVE_POSE_MIN_KEYPOINTS, POSE_MIN_KEYPOINT
 from needleforge.backends.registry import Registry
-from needleforge.backends.writing import Keyframe
 from needleforge.config import NemoParams
 from needleforge.nemo.ahead import WORKER_MODEL_THREADS, Workers
 from needleforge.nemo.checks.instance import InstanceCost, InstanceMatcher
