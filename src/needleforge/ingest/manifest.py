@@ -1,4 +1,8 @@
-"""Read source manifests (YAML or CSV) into typed rows, one verdict per row.
+"""Source manifests (YAML or CSV): read into typed rows, one verdict per row; written as YAML.
+
+This module owns the manifest format: :class:`ManifestRow` is its one row type, what
+:func:`read_manifest` gives the ingest and what :func:`write_manifest` writes (the studio's
+sample manifests, :mod:`needleforge.studio`), so the two sides cannot drift apart.
 
 A manifest lists the videos we may use and the rights under which we may use them. Problems
 with the manifest *as a whole* (not UTF-8, not YAML/CSV, wrong top-level shape, unknown
@@ -20,7 +24,9 @@ YAML layout::
         published_at: 2017-12-01       # optional
         subtitles: clips/bikes.srt     # optional sidecar (SRT or WebVTT)
 
-CSV layout: a header row with the same keys; ``scope`` separated by ``;``.
+CSV layout: a header row with the same keys; ``scope`` separated by ``;``. Written manifests
+are YAML, with optional ``#`` comment lines above a row (for people: the ingest decides from
+the fields).
 """
 
 from __future__ import annotations
@@ -29,6 +35,7 @@ import csv
 import dataclasses
 import datetime as dt
 import io
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -43,12 +50,18 @@ ROW_KEYS = frozenset(
 )
 REQUIRED_KEYS = ("path", "program", "rights_holder", "licence_id", "scope", "valid_until")
 TOP_LEVEL_KEYS = frozenset({"version", "sources"})
-SUPPORTED_VERSIONS = (1,)
+#: The layout version :func:`manifest_text` writes.
+VERSION = 1
+SUPPORTED_VERSIONS = (VERSION,)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class ManifestRow:
-    """A well-formed manifest row (its files are not checked yet)."""
+    """A well-formed manifest row (its files are not checked yet).
+
+    ``row`` is its number in the manifest, from 1 in file order: where :func:`read_manifest`
+    found it, or where :func:`manifest_text` writes it.
+    """
 
     row: int
     path: str
@@ -56,6 +69,24 @@ class ManifestRow:
     title: str
     authorization: Authorization
     subtitles: str | None = None
+
+    def to_mapping(self) -> dict[str, Any]:
+        """The row's YAML fields in manifest order; optional fields left out when unset."""
+        auth = self.authorization
+        mapping: dict[str, Any] = {
+            "path": self.path,
+            "program": self.program,
+            "title": self.title,
+            "rights_holder": auth.rights_holder,
+            "licence_id": auth.licence_id,
+            "scope": list(auth.scope),
+            "valid_until": auth.valid_until,
+        }
+        if auth.published_at is not None:
+            mapping["published_at"] = auth.published_at
+        if self.subtitles is not None:
+            mapping["subtitles"] = self.subtitles
+        return mapping
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -83,6 +114,43 @@ def read_manifest(path: Path) -> list[ManifestRow | RowProblem]:
     else:
         raise ManifestError(f"{path}: unknown manifest format {suffix!r} (use .yaml, .yml or .csv)")
     return [_parse_row(i, item) for i, item in enumerate(items, start=1)]
+
+
+def manifest_text(rows: Sequence[ManifestRow], *, header: str = "",
+                  comments: Mapping[int, str] | None = None) -> str:
+    """The manifest as YAML text: ``header`` (``#`` lines, each ending in a newline) first,
+    then the rows, each with ``comments[row.row]`` (if any) as ``#`` lines above it.
+
+    Raises:
+        ValueError: the rows are not numbered 1, 2, … in order (the numbers
+            :func:`read_manifest` gives them back).
+    """
+    numbers = [r.row for r in rows]
+    if numbers != list(range(1, len(rows) + 1)):
+        raise ValueError(f"manifest rows must be numbered 1..{len(rows)} in order, got {numbers}")
+    comments = comments or {}
+    parts = [header, f"version: {VERSION}\n", "sources:\n"]
+    for row in rows:
+        if comment := comments.get(row.row):
+            parts.extend(f"  # {line}\n" for line in comment.splitlines())
+        dumped = yaml.safe_dump(
+            [row.to_mapping()],
+            sort_keys=False,
+            default_flow_style=None,
+            allow_unicode=True,
+            width=1000,
+        )
+        parts.extend(f"  {line}\n" for line in dumped.splitlines())
+    return "".join(parts)
+
+
+def write_manifest(rows: Sequence[ManifestRow], *, path: Path, header: str = "",
+                   comments: Mapping[int, str] | None = None) -> None:
+    """Write :func:`manifest_text` as UTF-8 (atomically, via a temporary file)."""
+    tmp = path.with_name(f"{path.name}.partial")
+    tmp.write_text(manifest_text(rows, header=header, comments=comments), encoding="utf-8",
+                   newline="\n")
+    tmp.replace(path)
 
 
 def _read_text(path: Path) -> str:

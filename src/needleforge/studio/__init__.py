@@ -5,7 +5,8 @@ hard cuts at known times and object cut-outs moving across package photos, SRT n
 an authorization manifest (two rows refused on purpose) and a ground-truth file, all
 byte-identical for the same parameters. Module map: :mod:`.assets` (what ships where, and
 its rights), :mod:`.plan` (seeded scenes and objects), :mod:`.images` and :mod:`.encode`
-(pixels and encoding), :mod:`.subtitles`, :mod:`.manifest`, :mod:`.truth`, :mod:`.build`.
+(pixels and encoding), :mod:`.subtitles`, :mod:`.truth`, :mod:`.build`. The manifest is
+written with the ingest's own row type and writer (:mod:`needleforge.ingest.manifest`).
 """
 
 from __future__ import annotations

@@ -36,9 +36,10 @@ from pathlib import Path
 from typing import Any
 
 from needleforge.errors import NeedleforgeError, StudioError
+from needleforge.ingest.manifest import ManifestRow, manifest_text
+from needleforge.records import Authorization
 from needleforge.studio.clips import clip_duration_s
 from needleforge.studio.encode import X264_CRF, X264_PRESET, encode_frames
-from needleforge.studio.manifest import ManifestRow, manifest_text
 from needleforge.studio.real_assets import (
     RealSource,
     copy_sources,
@@ -230,20 +231,32 @@ def _write_if_changed(path: Path, text: str) -> None:
 
 
 def _manifest_rows(sources: Sequence[RealSource], programs: Sequence[ProgramSpec],
-                   by_name: Mapping[str, RealSource]) -> list[ManifestRow]:
-    """Rows for the raw clips, then the programs (each naming all its sources' rights)."""
-    rows = [ManifestRow(f"clips/{s.clip.filename}", RAW_PROGRAM, s.clip.title,
-                        s.clip.rights_holder, s.clip.licence_id, SCOPE, VALID_UNTIL,
-                        s.clip.published_at, comment=s.clip.note) for s in sources]
+                   by_name: Mapping[str, RealSource]
+                   ) -> tuple[list[ManifestRow], dict[int, str]]:
+    """Rows for the raw clips, then the programs (each naming all its sources' rights), and
+    the comment above each row by row number."""
+    rows: list[ManifestRow] = []
+    comments: dict[int, str] = {}
+    for clip in (s.clip for s in sources):
+        auth = Authorization(rights_holder=clip.rights_holder, licence_id=clip.licence_id,
+                             scope=SCOPE, valid_until=VALID_UNTIL,
+                             published_at=clip.published_at)
+        rows.append(ManifestRow(row=len(rows) + 1, path=f"clips/{clip.filename}",
+                                program=RAW_PROGRAM, title=clip.title, authorization=auth))
+        if clip.note:
+            comments[len(rows)] = clip.note
     for spec in programs:
         clips = [by_name[name].clip for name in spec.sources]
         holders = list(dict.fromkeys(c.rights_holder for c in clips))
         licences = list(dict.fromkeys(c.licence_id for c in clips))
-        comment = "Intercut of " + ", ".join(f"{c.name} ({c.licence_id})" for c in clips) + "."
-        rows.append(ManifestRow(f"programs/{spec.name}.mp4", SERIES, spec.title,
-                                "; ".join(holders), " AND ".join(licences), SCOPE,
-                                VALID_UNTIL, comment=comment))
-    return rows
+        auth = Authorization(rights_holder="; ".join(holders),
+                             licence_id=" AND ".join(licences), scope=SCOPE,
+                             valid_until=VALID_UNTIL)
+        rows.append(ManifestRow(row=len(rows) + 1, path=f"programs/{spec.name}.mp4",
+                                program=SERIES, title=spec.title, authorization=auth))
+        comments[len(rows)] = (
+            "Intercut of " + ", ".join(f"{c.name} ({c.licence_id})" for c in clips) + ".")
+    return rows, comments
 
 
 def build_real_corpus(out_dir: Path, *, seed: int = 0,
@@ -272,9 +285,9 @@ def build_real_corpus(out_dir: Path, *, seed: int = 0,
             truth.unlink(missing_ok=True)  # a crash while rendering leaves no stale truth
             render_program(shots, paths=paths, out=video)
         _write_if_changed(truth, text)
-    body = manifest_text(_manifest_rows(sources, programs, by_name))
+    rows, comments = _manifest_rows(sources, programs, by_name)
     manifest = out_dir / "manifest.yaml"
-    _write_if_changed(manifest, _HEADER + body[body.index("version:") :])
+    _write_if_changed(manifest, manifest_text(rows, header=_HEADER, comments=comments))
     return manifest
 
 
