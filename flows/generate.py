@@ -24,7 +24,7 @@ from prefect import flow, task
 from flows._cli import flow_parser, run_main, runner_of
 from needleforge.backends import default_registry
 from needleforge.config import NemoParams, Params, RunnerParams, resolve_params
-from needleforge.nemo import scan_scenes
+from needleforge.nemo import build_backends, scan_scenes
 from needleforge.pipeline import GenerateOutcome, ScanJob, generate_store, record_scans, scan_jobs
 from needleforge.records import SceneScan
 from needleforge.runners import default_task_runner, with_runner
@@ -45,6 +45,10 @@ def generate_flow(db: Path, params_path: Path | None = None) -> dict[str, int]:
     """Scan negatives per video, then generate short NeMo montages and questions into
     ``db``; returns counts."""
     params = resolve_params(params_path)
+    # The describer and verifier are built (and a model server asked whether it serves the
+    # model) before the scans, which take most of the stage: a wrong model id or a dead
+    # server fails in seconds, not after them. The generate task builds its own.
+    build_backends(params.nemo, registry=default_registry())
     jobs = scan_jobs(db=db, params=params)
     futures = [scan_task.submit(job, params.nemo) for job in jobs]
     scanned = sum(record_scans(db=db, scans=future.result()) for future in futures)

@@ -21,6 +21,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 from prefect.task_runners import ThreadPoolTaskRunner
 
 from flows._cli import flow_parser, run_main
@@ -177,3 +178,22 @@ def test_python_dash_m_exits_2_without_a_traceback(tmp_path: Path) -> None:
     assert proc.returncode == 2, proc.stderr
     assert f"{missing}: params file not found" in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_the_generate_flow_checks_its_model_server_before_scanning(tmp_path: Path) -> None:
+    """A describer whose server does not serve the model stops the generate flow before the
+    negative scans (most of the stage), naming the models the server does serve; nothing
+    is stored (the store is not even opened)."""
+    from flows.generate import generate_flow
+    from needleforge.errors import BackendError
+    from tests.backends.openai_stub_server import ChatStubServer
+
+    with ChatStubServer(models=("served-model",)) as server:
+        options = {"base_url": server.url, "model": "wrong-model", "api_key": "k"}
+        params = tmp_path / "params.yaml"
+        params.write_text(yaml.safe_dump({"nemo": {
+            "describer": "openai_http", "describer_options": options}}))
+        db = tmp_path / "store.duckdb"
+        with pytest.raises(BackendError, match="served-model"):
+            generate_flow.fn(db, params)
+    assert server.model_listings == 1 and not db.exists()
