@@ -29,6 +29,17 @@ def test_diagnosis_names_the_binary_pyav_and_every_model_file() -> None:
     text = render(found)
     assert f"path     {find_ffmpeg().path}" in text and find_ffmpeg().why in text
     assert "efficientnet_lite3.tflite" in text and "libavformat" in text
+    runtime = dict(found.detector_runtime)
+    assert runtime["OpenVINO"].endswith("(f32)") and "converted" in runtime
+
+
+def test_doctor_says_where_the_converted_detector_is_kept(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("NEEDLEFORGE_MODEL_CACHE", str(tmp_path))
+    runtime = dict(diagnose().detector_runtime)
+    assert runtime["cache"] == str(tmp_path)
+    assert runtime["converted"].startswith("not yet: the first detector converts")
+    assert not any(tmp_path.iterdir())  # doctor converts nothing
 
 
 def test_doctor_command_prints_the_report() -> None:

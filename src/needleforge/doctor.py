@@ -44,6 +44,7 @@ class Diagnosis:
     pyav: dict[str, str]
     models: tuple[ModelFile, ...]
     problems: tuple[str, ...]
+    detector_runtime: tuple[tuple[str, str], ...] = ()
 
 
 def diagnose() -> Diagnosis:
@@ -56,7 +57,27 @@ def diagnose() -> Diagnosis:
         problems.append(f"ffmpeg: {err}")
     models = model_files()
     problems += [f"model file: {m.problem}" for m in models if m.problem]
-    return Diagnosis(choice, pyav_versions(), models, tuple(problems))
+    runtime = detector_runtime(next((m.path for m in models if m.uses == "object detector"),
+                                    None))
+    problems += [f"detector runtime: {v}" for k, v in runtime if k == "problem"]
+    return Diagnosis(choice, pyav_versions(), models, tuple(problems),
+                     tuple((k, v) for k, v in runtime if k != "problem"))
+
+
+def detector_runtime(graph: Path | None) -> list[tuple[str, str]]:
+    """OpenVINO's version and where the detector's converted model is (or will be) kept."""
+    from needleforge.backends.embedded import ssd_runtime
+
+    try:
+        version = importlib.metadata.version("openvino")
+    except importlib.metadata.PackageNotFoundError:
+        return [("problem", "OpenVINO is not installed (pip install openvino)")]
+    out = [("OpenVINO", f"{version} (f32)"), ("cache", str(ssd_runtime.cache_root()))]
+    if graph is not None and graph.is_file():
+        xml = ssd_runtime.converted_path(graph)
+        out.append(("converted", str(xml) if xml.is_file()
+                    else "not yet: the first detector converts the graph (20-50 s)"))
+    return out
 
 
 def pyav_versions() -> dict[str, str]:
@@ -132,6 +153,8 @@ def render(diagnosis: Diagnosis) -> str:
     lines.append(f"  fallback imageio-ffmpeg {imageio} (its bundled binary)")
     lines.append("PyAV (decodes and probes with its own libav, not the ffmpeg binary)")
     lines += [f"  {name:<14} {value}" for name, value in diagnosis.pyav.items()]
+    lines.append("detector runtime (the SSD's convolutions; backends/embedded/ssd_runtime.py)")
+    lines += [f"  {name:<9} {value}" for name, value in diagnosis.detector_runtime]
     lines.append("embedded model files (the packages' models/ folders)")
     for model in diagnosis.models:
         where = str(model.path) if model.path else "-"

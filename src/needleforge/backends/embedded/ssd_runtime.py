@@ -180,6 +180,14 @@ def _openvino() -> Any:
     return openvino
 
 
+def converted_path(graph: Path, *, cache: Path | None = None) -> Path:
+    """Where :func:`converted_model` keeps ``graph``'s IR file (whether or not it is there):
+    under the graph's sha256 and OpenVINO's version."""
+    version = _openvino().__version__.split("-")[0]
+    return (cache or cache_root()) / "openvino" / f"{sha256_prefix(graph)}-ov{version}" / \
+        f"{_MODEL_NAME}.xml"
+
+
 def converted_model(graph: Path, *, cache: Path | None = None) -> Path:
     """The IR file of ``graph``'s cut model, converting and saving it on first use.
 
@@ -188,9 +196,8 @@ def converted_model(graph: Path, *, cache: Path | None = None) -> Path:
             the cache folder cannot be written (naming it).
     """
     ov = _openvino()
-    version = ov.__version__.split("-")[0]
-    folder = (cache or cache_root()) / "openvino" / f"{sha256_prefix(graph)}-ov{version}"
-    xml = folder / f"{_MODEL_NAME}.xml"
+    xml = converted_path(graph, cache=cache)
+    folder = xml.parent
     if xml.is_file() and xml.with_suffix(".bin").is_file():
         return xml
     try:  # a folder we cannot write is found before the conversion's half a minute
