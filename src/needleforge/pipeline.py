@@ -14,7 +14,7 @@ from pathlib import Path
 
 from needleforge.backends import default_registry
 from needleforge.backends.registry import Registry
-from needleforge.config import Params
+from needleforge.config import ObjectParams, Params, RunnerParams, SceneParams
 from needleforge.failures import StageFailure, from_represent
 from needleforge.montage_render import RenderReport, render_montages
 from needleforge.nemo import (
@@ -407,7 +407,8 @@ def represent_store(
     models = None if step == "scenes" else load_models(params.objects,
                                                        registry=default_registry())
     wanted = config_hash(params.scenes, params.objects if models else None, models)
-    run = run_jobs or functools.partial(_run_here, params=params)
+    run = run_jobs or functools.partial(_run_here, scene_params=params.scenes,
+                                        object_params=params.objects, runner=params.runner)
     failures: list[RepresentFailure] = []
     with Store(db) as store:
         videos = store.videos()
@@ -428,16 +429,17 @@ def represent_store(
                             tuple(failures), counts, named)
 
 
-def _run_here(jobs: Sequence[RepresentJob], models: Models | None, *, params: Params
+def _run_here(jobs: Sequence[RepresentJob], models: Models | None, *,
+              scene_params: SceneParams, object_params: ObjectParams, runner: RunnerParams
               ) -> Iterator[Representation | RepresentFailure]:
     """The default :data:`JobRunner`: the jobs on ``runner.workers`` threads of this process,
     or each in turn with ``models`` when there is one worker or one job."""
-    workers = min(params.runner.workers, len(jobs))
+    workers = min(runner.workers, len(jobs))
     if workers > 1:
-        yield from run_on_threads(jobs, scene_params=params.scenes, object_params=params.objects,
+        yield from run_on_threads(jobs, scene_params=scene_params, object_params=object_params,
                                   objects=models is not None, workers=workers,
                                   registry=default_registry())
         return
     for job in jobs:
-        yield run_job(job, scene_params=params.scenes, object_params=params.objects,
+        yield run_job(job, scene_params=scene_params, object_params=object_params,
                       models=models)
