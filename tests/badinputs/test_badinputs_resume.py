@@ -73,10 +73,19 @@ def _kill_when(cmd: list[str], ready: Callable[[], bool], *, env: dict[str, str]
     assert proc.returncode == -signal.SIGKILL
 
 
-def _run(cmd: list[str], *, env: dict[str, str]) -> None:
-    proc = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, timeout=300,
-                          check=False)
-    assert proc.returncode == 0, proc.stderr.decode(errors="replace")[-3000:]
+def _run(cmd: list[str], *, env: dict[str, str], timeout_s: float = 300.0) -> None:
+    """Run ``cmd`` to the end; past ``timeout_s`` it is aborted with every thread's stack
+    dumped (faulthandler) into the failure message, so a hang says where it hangs."""
+    proc = subprocess.Popen(cmd, cwd=REPO, env={**env, "PYTHONFAULTHANDLER": "1"},
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        _, err = proc.communicate(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        proc.send_signal(signal.SIGABRT)
+        _, err = proc.communicate()
+        pytest.fail(f"{cmd} still running after {timeout_s:.0f} s; its threads:\n"
+                    f"{err.decode(errors='replace')[-6000:]}")
+    assert proc.returncode == 0, err.decode(errors="replace")[-3000:]
 
 
 def _scratch(folder: Path) -> list[Path]:
