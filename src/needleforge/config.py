@@ -6,10 +6,7 @@ file uses them as they are (:func:`resolve_params`). Every model forbids unknown
 typo (``sed:`` for ``seed:``) fails loudly with the key named instead of silently using a
 default. Paths are not parameters: each stage's inputs and outputs come from its command line,
 as DVC stages declare them.
-Its only imports inside the package are leaves: errors, the section base, the expand
-section (:mod:`needleforge.expand_params`), the objects section
-(:mod:`needleforge.object_params`) and the evaluate section
-(:mod:`needleforge.evaluate_params`).
+Its only in-package imports are leaves: errors, the section base, the ``*_params`` sections.
 """
 
 from __future__ import annotations
@@ -318,6 +315,7 @@ _VNBENCH_TASKS: tuple[VNBenchTask, ...] = (
 )
 
 _FFMPEG_COLOUR = r"^(#|0x)?[A-Za-z0-9]{1,32}(@(0(\.[0-9]+)?|1(\.0+)?))?$"
+_DASK_ADDRESS = r"^(tcp|tls|ucx|ws|wss|inproc)://[^\s/]+$"
 
 
 class VNBenchParams(_Section):
@@ -337,13 +335,9 @@ class VNBenchParams(_Section):
     (``tuxpaint_dir``); level-1 (common) and level-2 (hard) subtasks draw from the categories
     listed. ``font_path`` (default: matplotlib's DejaVu Sans) draws subtitles ``text_size_frac``
     of the frame height tall in ``text_colour`` with a ``border_colour`` outline.
-    With ``reuse_source_gops`` (default) a sample is spliced from its haystack source's own
-    GOPs, only the GOPs holding a needle re-encoded and no haystack clip cached, when the
-    source is already at the render profile (H.264 8-bit 4:2:0, its size and rate, no audio
-    kept) and each GOP to re-encode is at most ``max_gop_s`` seconds long (a needle costs its
-    whole GOP); any other sample falls back to a cached clip of its haystack, built only then,
-    with the reason in its sidecar. ``reuse_source_gops: false`` renders every sample from
-    cached haystack clips.
+    ``reuse_source_gops`` (default): splice a sample from its source's own GOPs (only those
+    holding a needle, each at most ``max_gop_s`` long, re-encoded) when the source matches the
+    render profile; otherwise, or when false, render from a cached clip of the haystack.
     """
 
     seed: int = 0
@@ -405,14 +399,13 @@ class RunnerParams(_Section):
     prefect-ray: ``ray_address`` (``ray://host:10001`` or ``auto``) names an existing
     cluster, None starts a local one with ``workers`` CPUs. Workers must see the media
     store, scene-clip cache and output folders at the same paths (a shared filesystem);
-    only the flow process writes DuckDB (see docs/clusters.md).
+    only the flow process writes DuckDB (see docs/clusters.md). ``needleforge represent``
+    also represents ``workers`` videos at once on threads.
     """
 
     kind: Literal["threads", "dask", "ray"] = "threads"
     workers: Annotated[int, Field(ge=1, le=256)] = 2
-    dask_address: Annotated[
-        str, Field(pattern=r"^(tcp|tls|ucx|ws|wss|inproc)://[^\s/]+$")
-    ] | None = None
+    dask_address: Annotated[str, Field(pattern=_DASK_ADDRESS)] | None = None
     ray_address: Annotated[
         str, Field(pattern=r"^(auto|(ray://)?[A-Za-z0-9_.\-\[\]:]+:[0-9]+)$")
     ] | None = None
