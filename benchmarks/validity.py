@@ -17,13 +17,13 @@ automatic pipeline reached 86.65 % Recall@1x at 0.7 and its manual annotation 95
 for >= 95 %.
 
 Stage 2 runs on the same tables without the negative check, with it as the params file
-configures it (``nemo.check_*``, :mod:`needleforge.nemo.checks.probe`), and, when they differ,
-with needleforge's default label check (denser and more upscaled than the sample's) without
-and then with the instance check (:mod:`needleforge.nemo.checks.instance`), so the report shows
-what each check buys and what it costs: the figures of every run, the check's seconds and
-frames, the negatives it passed over (per check, and how many of those truly show the
-label, by the ground truth), and the object questions it changed (same target, another
-montage) or lost (target skipped). A later run reuses an earlier run's scans of the same
+configures it (``nemo.check_*``, :mod:`needleforge.nemo.checks.negative_scan`), and, when
+they differ, with needleforge's default label check (denser and more upscaled than the sample's)
+without and then with the instance check (:mod:`needleforge.nemo.checks.instance`), so the report
+shows what each check buys and what it costs: the figures of every run, the check's seconds and
+frames, the negatives it passed over (per check, and how many of those truly show the label, by the
+ground truth), and the object questions it changed (same target, another montage) or lost (target
+skipped). A later run reuses an earlier run's scans of the same
 settings, as stage 2 reuses the store's, so the last run's cost is the instance check's.
 Run: ``python benchmarks/validity.py --out /tmp/nf-validity [--videos 8] [--seed 1]
 [--set check_every_s=1 ...]``.

@@ -148,13 +148,13 @@ class NemoParams(_Section):
     ``seed``. ``describer``/``verifier`` name backends; their ``*_options`` go to the factory.
 
     ``check_negatives`` looks again, harder, at each negative candidate of an object target
-    for the target's label (:mod:`needleforge.nemo.checks.probe`): frames at most ``check_every_s``
-    apart (scaled to ``check_max_side`` pixels), detected by ``check_detector`` at
-    ``check_min_score`` with its input upscaled ``check_input_scale`` times (detectors that
-    take ``input_scale``), optionally cut into ``check_cols`` x ``check_rows`` tiles
-    overlapping by ``check_overlap``; a scene where the label is seen is passed over. The
-    representation pass misses small and brief objects, and a negative that shows one makes
-    the answer wrong. Cost grows with frames x scale² x tiles: the defaults (a frame a second
+    for the target's label (:mod:`needleforge.nemo.checks.negative_scan`): frames at most
+    ``check_every_s`` apart (scaled to ``check_max_side`` pixels), detected by ``check_detector`` at
+    ``check_min_score`` with its input upscaled ``check_input_scale`` times (detectors that take
+    ``input_scale``), optionally cut into ``check_cols`` x ``check_rows`` tiles overlapping by
+    ``check_overlap``; a scene where the label is seen is passed over. The representation pass
+    misses small and brief objects, and a negative that shows one makes the answer wrong. Cost grows
+    with frames x scale² x tiles: the defaults (a frame a second
     at 2x) are what ``benchmarks/validity.py`` measures as valid, about 0.3 CPU-s per second
     of scanned video on 2 cores; the sample ``params.yaml`` looks every 8 s at 1.5x to keep
     ``make demo`` short. ``check_instances`` also searches each such negative for the

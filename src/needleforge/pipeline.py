@@ -28,7 +28,7 @@ from needleforge.nemo import (
     index_tables,
     select_targets,
 )
-from needleforge.nemo.checks.probe import ProbeCost, TiledProbe
+from needleforge.nemo.checks.negative_scan import ProbeCost, TiledProbe
 from needleforge.nemo.video_keyframes import VERIFY_PER_SCENE
 from needleforge.quality import (
     GateResult,
@@ -167,7 +167,8 @@ def scan_jobs(*, db: Path, params: Params) -> list[ScanJob]:
 
 
 def record_scans(*, db: Path, scans: Sequence[SceneScan]) -> int:
-    """Store scans made by :func:`~needleforge.nemo.checks.probe.scan_scenes` (one transaction).
+    """Store scans made by :func:`~needleforge.nemo.checks.negative_scan.scan_scenes`
+    (one transaction).
 
     Raises:
         StoreError: ``db`` is not a usable store, or a scan names an unknown scene.

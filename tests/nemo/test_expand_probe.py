@@ -13,7 +13,7 @@ import expand_cases as ec
 import pytest
 
 from needleforge.config import BucketCaps, CellCaps, ExpandParams
-from needleforge.nemo.checks.probe import Refusal, Sighting
+from needleforge.nemo.checks.negative_scan import Refusal, Sighting
 from needleforge.nemo.expand import ExpansionResult
 from needleforge.nemo.targets import Target
 from needleforge.records import Box, Scene

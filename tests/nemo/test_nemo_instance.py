@@ -19,7 +19,7 @@ from PIL import Image
 from needleforge.backends.base import Keyframe, RGBImage
 from needleforge.backends.embedded.detector import EmbeddedDetector
 from needleforge.nemo.checks.instance import InstanceMatcher, is_instance_key
-from needleforge.nemo.checks.probe import TiledProbe
+from needleforge.nemo.checks.negative_scan import TiledProbe
 from needleforge.nemo.targets import Target
 from needleforge.records import Box, ObjectTrack, Scene, TimedBox
 

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from needleforge.errors import StudioError
-from needleforge.ingest.manifest import ManifestRow, read_manifest
+from needleforge.ingest.source_manifest import ManifestRow, read_manifest
 from needleforge.media.probe import probe
 from needleforge.studio import intercut, real_assets
 from needleforge.studio.intercut import (

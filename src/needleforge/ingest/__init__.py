@@ -1,6 +1,5 @@
 """Authorized ingest: manifests, authorization, probing, hashing, content-addressed storage."""
 
-from needleforge.ingest.manifest import ManifestRow, RowProblem, read_manifest
 from needleforge.ingest.run import (
     Accepted,
     IngestResult,
@@ -10,6 +9,7 @@ from needleforge.ingest.run import (
     plan_ingest,
     process_row,
 )
+from needleforge.ingest.source_manifest import ManifestRow, RowProblem, read_manifest
 
 __all__ = [
     "Accepted",

@@ -27,8 +27,8 @@ from pathlib import Path
 
 from needleforge.config import IngestParams
 from needleforge.errors import ProbeError
-from needleforge.ingest.manifest import ManifestRow, RowProblem, read_manifest
 from needleforge.ingest.media_store import LinkMode, place, sha256_file
+from needleforge.ingest.source_manifest import ManifestRow, RowProblem, read_manifest
 from needleforge.media.outputs import writing
 from needleforge.media.probe import probe
 from needleforge.records import IngestRejection, RejectionReason, Video, video_id_for

@@ -22,7 +22,7 @@ nothing and loads no model.
 
 from __future__ import annotations
 
-from needleforge.nemo.checks.probe import (
+from needleforge.nemo.checks.negative_scan import (
     NegativeProbe,
     ProbeCost,
     TiledProbe,

@@ -2,13 +2,13 @@
 
 Why: stage 2's cost is model runs on scenes (on the demo store, about 80 % of its CPU in the
 SSD detector's ``forward``): the negative check's scan of every scene a montage may take
-(:mod:`~needleforge.nemo.checks.probe`) and the looking verifier's SSD x1.5 detections on the
-keyframes of every negative it is shown (:mod:`~needleforge.backends.embedded.verifier`).
-Serially they run one after another on the main thread, where only the detector's own
-threads reach the second core (measured with OpenCV's DNN module: 1.5 of 2 cores busy).
-Both inputs are known before they are needed: the scenes a montage may draw (every scene long
-enough of each video holding a target) and, once a montage is planned, the frames its
-verifier will look at. :class:`Workers` computes such work on ``count`` threads while the
+(:mod:`~needleforge.nemo.checks.negative_scan`) and the looking verifier's SSD x1.5 detections
+on the keyframes of every negative it is shown (:mod:`~needleforge.backends.embedded.verifier`).
+Serially they run one after another on the main thread, where only the detector's own threads reach
+the second core (measured with OpenCV's DNN module: 1.5 of 2 cores busy). Both inputs are known
+before they are needed: the scenes a montage may draw (every scene long enough of each video holding
+a target) and, once a montage is planned, the frames its verifier will look at. :class:`Workers`
+computes such work on ``count`` threads while the
 planning loop goes on, and the loop takes each result exactly where the serial code would have
 computed it (it waits on that job's future there). What is stored is therefore the serial
 result: the same scans, made by the same code on the same pixels, recorded in the order

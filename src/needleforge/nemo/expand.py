@@ -39,7 +39,7 @@ import dataclasses
 from collections.abc import Iterable
 
 from needleforge.config import CellCaps, ExpandParams, NemoParams
-from needleforge.nemo.checks.probe import NegativeProbe, ProbeCost
+from needleforge.nemo.checks.negative_scan import NegativeProbe, ProbeCost
 from needleforge.nemo.grow import GroupSkip, Lane, Needles, PlanContext, plan_group
 from needleforge.nemo.lanes import fill_lane, lanes_for
 from needleforge.nemo.plan import question_id_for
@@ -171,7 +171,7 @@ def expand(
     ``nemo`` gives the negative rule of stage 2 (``scene_top_tags``, ``min_negative_s``),
     so expanded negatives are chosen exactly like short ones. Scenes of videos not among
     ``videos`` are ignored, and so are questions about them. ``probe`` (stage 2's negative
-    check, :func:`~needleforge.nemo.checks.probe.build_probe`) refuses any negative in which
+    check, :func:`~needleforge.nemo.checks.negative_scan.build_probe`) refuses any negative in which
     an object target's label is seen, as stage 2 does for short montages. Raises:
         NemoError: a tag or object of an unknown scene, or a scene listed twice.
     """

@@ -10,12 +10,12 @@ For every target (:mod:`~needleforge.nemo.targets`), in a stable order:
    (:mod:`~needleforge.nemo.plan`). Writing comes first because negatives are chosen by
    what the question says; a target that then gets no montage cost one describer call.
    With a ``probe``
-   (:mod:`~needleforge.nemo.checks.probe`), each negative a montage would take is first checked
-   for every detector label the question names (an object target's own label, the
-   "people" and "tie" of a scene description) and for the target object itself; a scene
-   where one is seen is passed over (and listed in ``rejected_negatives``), so the answer
-   never omits an appearance the tables missed and the verifier does not have to refuse a
-   question whose negatives the tables got wrong;
+   (:mod:`~needleforge.nemo.checks.negative_scan`), each negative a montage would take is first
+   checked for every detector label the question names (an object target's own label, the "people"
+   and "tie" of a scene description) and for the target object itself; a scene where one is seen is
+   passed over (and listed in ``rejected_negatives``), so the answer never omits an appearance the
+   tables missed and the verifier does not have to refuse a question whose negatives the tables got
+   wrong;
 3. let the verifier judge the written needle against the montage's own negatives.
 
 With ``workers`` (2 by default), the probe's scans of every scene a montage may draw and
@@ -56,7 +56,7 @@ from needleforge.backends.writing import (
 from needleforge.config import NemoParams
 from needleforge.errors import NemoError
 from needleforge.nemo.ahead import Workers, default_workers
-from needleforge.nemo.checks.probe import NegativeProbe, Refusal, TiledProbe
+from needleforge.nemo.checks.negative_scan import NegativeProbe, Refusal, TiledProbe
 from needleforge.nemo.negatives import excluded_terms, select_negatives
 from needleforge.nemo.plan import PlanSkip, plan_short_montage, question_id_for
 from needleforge.nemo.tables import SceneTables, index_tables
@@ -191,7 +191,7 @@ def generate(
     """Targets → short montage plans → written needles → verdicts, for the given videos.
 
     Scenes of videos not in ``videos`` are ignored. ``probe`` (see
-    :func:`~needleforge.nemo.checks.probe.build_probe`) checks object targets' negatives.
+    :func:`~needleforge.nemo.checks.negative_scan.build_probe`) checks object targets' negatives.
     ``workers`` threads (default :func:`~needleforge.nemo.ahead.default_workers`) scan and
     look ahead (module docstring); 0 does everything in order on this thread. Either way
     the result is the same.

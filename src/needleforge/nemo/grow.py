@@ -35,7 +35,7 @@ import random
 from collections.abc import Iterator, Sequence
 from typing import Literal, TypeAlias
 
-from needleforge.nemo.checks.probe import NegativeProbe
+from needleforge.nemo.checks.negative_scan import NegativeProbe
 from needleforge.nemo.multi import Span, draw_piece_count, interleave, split_span
 from needleforge.nemo.pool import ScenePool, TermIndex, lazy_shuffle
 from needleforge.nemo.sources import Source

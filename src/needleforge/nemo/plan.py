@@ -15,9 +15,10 @@ For one target:
    a uniform moment of the negatives' running time, nearest gap), so its start is spread
    evenly over the montage rather than first in one montage of ``n + 1``.
 
-An optional ``accept`` check (stage 2's negative probe, :mod:`~needleforge.nemo.checks.probe`) is
-asked about each negative just before it would be taken, and a refused one is passed over
-like one that does not fit: only the scenes a montage would use are ever checked.
+An optional ``accept`` check (stage 2's negative probe,
+:mod:`~needleforge.nemo.checks.negative_scan`) is asked about each negative just before it would be
+taken, and a refused one is passed over like one that does not fit: only the scenes a montage would
+use are ever checked.
 
 When the negatives cannot reach ``short_min_s`` (or ``min_negatives``) the target is skipped
 with a :class:`PlanSkip` saying what was available: no montage is ever made outside its bucket.

@@ -195,7 +195,7 @@ class VideoKeyframes:
         """Forget where each open video's decoder stands, so the next frame asked for is
         reached by a seek: what a scene then decodes to depends on that scene alone, not on
         which scene this source decoded before (a worker of
-        :meth:`~needleforge.nemo.checks.probe.TiledProbe.look_ahead` gets scenes in no fixed
+        :meth:`~needleforge.nemo.checks.negative_scan.TiledProbe.look_ahead` gets scenes in no fixed
         order)."""
         for video in self._open.values():
             video.frames, video.last = None, None

@@ -142,7 +142,7 @@ class Verification(_Record):
 @dataclasses.dataclass(frozen=True, slots=True)
 class Sighting:
     """The best detection of ``label`` (normalized) the negative check made in scene
-    ``scene_id`` (:mod:`needleforge.nemo.checks.probe`)."""
+    ``scene_id`` (:mod:`needleforge.nemo.checks.negative_scan`)."""
 
     scene_id: str
     label: str

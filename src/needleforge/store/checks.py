@@ -1,4 +1,4 @@
-"""Read and write the negative check's scans (:mod:`needleforge.nemo.checks.probe`).
+"""Read and write the negative check's scans (:mod:`needleforge.nemo.checks.negative_scan`).
 
 A scan is one scene looked at by one probe configuration (``probe_key``): a row in
 ``negative_scans`` (how many frames) and one row per label seen in ``negative_sightings``

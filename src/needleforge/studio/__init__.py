@@ -6,7 +6,7 @@ an authorization manifest (two rows refused on purpose) and a ground-truth file,
 byte-identical for the same parameters. Module map: :mod:`.assets` (what ships where, and
 its rights), :mod:`.plan` (seeded scenes and objects), :mod:`.images` and :mod:`.encode`
 (pixels and encoding), :mod:`.subtitles`, :mod:`.truth`, :mod:`.build`. The manifest is
-written with the ingest's own row type and writer (:mod:`needleforge.ingest.manifest`).
+written with the ingest's own row type and writer (:mod:`needleforge.ingest.source_manifest`).
 """
 
 from __future__ import annotations

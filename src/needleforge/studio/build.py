@@ -6,7 +6,7 @@ Output under ``out_dir``::
     clips/carphone_distorted.mp4             refused by design: expired licence
     programs/<program>/<program>-eNN.mp4     synthetic videos (and .srt sidecars)
     programs/sample-restricted/...-e01.mp4   refused by design: scope lacks "benchmark"
-    manifest.yaml                            authorization manifest (see .build, ingest.manifest)
+    manifest.yaml                            authorization manifest (.build, ingest.source_manifest)
     ground_truth.json                        scenes, cuts and objects (see .truth)
 
 The same parameters give byte-identical files (see :mod:`needleforge.studio.encode`).
@@ -24,7 +24,7 @@ from typing import Any, Literal, TypeAlias
 
 from needleforge.config import StudioParams
 from needleforge.errors import StudioError
-from needleforge.ingest.manifest import ManifestRow, write_manifest
+from needleforge.ingest.source_manifest import ManifestRow, write_manifest
 from needleforge.media.outputs import writing
 from needleforge.records import Authorization
 from needleforge.studio.assets import (

@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from needleforge.errors import NeedleforgeError, StudioError
-from needleforge.ingest.manifest import ManifestRow, manifest_text
+from needleforge.ingest.source_manifest import ManifestRow, manifest_text
 from needleforge.records import Authorization
 from needleforge.studio.clips import clip_duration_s
 from needleforge.studio.encode import X264_CRF, X264_PRESET, encode_frames

@@ -1,11 +1,11 @@
 """The instance check: look in a negative scene for the target object itself, by its pixels.
 
-Why: the label check (:mod:`~needleforge.nemo.checks.probe`) asks a detector whether a scene shows
-a ``motorcycle``; a detector's recall falls off for objects under about 1 % of the frame,
-and these are exactly the ones the representation pass missed. The commonest way for a
-negative to show "the motorcycle" is that the *same* motorcycle appears in another shot of
-the same video (a recurring prop, a cut back to a wider shot). That case needs no detector:
-the target's own pixels are known, so its crop is searched for in the negative's frames.
+Why: the label check (:mod:`~needleforge.nemo.checks.negative_scan`) asks a detector whether a
+scene shows a ``motorcycle``; a detector's recall falls off for objects under about 1 % of the
+frame, and these are exactly the ones the representation pass missed. The commonest way for a
+negative to show "the motorcycle" is that the *same* motorcycle appears in another shot of the same
+video (a recurring prop, a cut back to a wider shot). That case needs no detector: the target's own
+pixels are known, so its crop is searched for in the negative's frames.
 
 How: the template is the target track's largest box, cut from the target scene's frame at
 that box's time, its margin (``inner``) trimmed so less background comes along, resized to

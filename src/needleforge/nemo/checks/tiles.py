@@ -6,8 +6,8 @@ never proposed, at any score. Cutting the frame into ``cols`` x ``rows`` overlap
 detecting each one enlarges everything by roughly the tile count per side; the overlap (a
 fraction of the tile side) keeps an object that straddles a seam whole in at least one tile.
 Boxes are mapped back to the full frame's normalized coordinates, so tiled detections read
-like ordinary ones. Used by :mod:`needleforge.nemo.checks.probe` to check negative scenes for the
-target's label; any :class:`~needleforge.backends.base.Detector` works.
+like ordinary ones. Used by :mod:`needleforge.nemo.checks.negative_scan` to check negative
+scenes for the target's label; any :class:`~needleforge.backends.base.Detector` works.
 """
 
 from __future__ import annotations
