@@ -55,6 +55,11 @@ $(DEV_STAMP): $(STAMP)
 	($(UV) --no-deps lmms-eval==0.7.3 && \
 	 $(UV) loguru accelerate tenacity evaluate sacrebleu portalocker lxml "$(TORCH)") || \
 	 echo "lmms-eval not installed: tests/release/test_consumers_lmms_eval.py will skip"
+	# `transformers serve` (transformers[serving]) for the slow test of the openai_http writer
+	# against a real server (tests/backends/test_backend_transformers_serve.py, which skips
+	# without it): fastapi, uvicorn and pydantic come with prefect; accelerate loads the model
+	# on --device cpu (also installed just above, but only when lmms-eval's install works).
+	$(UV) openai==3.57.0 accelerate==1.15.0 "$(TORCH)"
 	$(HEADLESS_CV2)
 	touch $(DEV_STAMP)
 
