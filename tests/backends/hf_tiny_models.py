@@ -14,7 +14,9 @@ it is shown: attention and MLP outputs are zeroed, leaving each position's hidde
 its token's (normalized) embedding, so the model becomes a bigram table. Embeddings are one-hot
 per token of the answer and ``lm_head`` maps each token to the next one. It is still a real
 model run by ``generate`` and decoded by the processor, so the whole ask → decode → parse path
-is exercised on a known answer.
+is exercised on a known answer. ``answer="..."`` scripts that text instead: the vocabulary
+gains it as one token (a prompt can never spell it, since prompts are split into words), so
+the model can say what the word-level vocabulary cannot, such as a JSON object.
 """
 
 from __future__ import annotations
@@ -71,12 +73,13 @@ def build_tiny_vit(
     return folder
 
 
-def tiny_word_tokenizer() -> Any:
-    """A fast tokenizer over :data:`VLM_WORDS`: word-level, split on whitespace/punctuation."""
+def tiny_word_tokenizer(extra: tuple[str, ...] = ()) -> Any:
+    """A fast tokenizer over :data:`VLM_WORDS` (and ``extra`` tokens, kept whole): word-level,
+    split on whitespace/punctuation."""
     from tokenizers import Tokenizer, models, pre_tokenizers
     from transformers import PreTrainedTokenizerFast
 
-    vocab = {token: i for i, token in enumerate((*_VLM_SPECIALS, *VLM_WORDS))}
+    vocab = {token: i for i, token in enumerate((*_VLM_SPECIALS, *VLM_WORDS, *extra))}
     backend = Tokenizer(models.WordLevel(vocab=vocab, unk_token="<unk>"))
     backend.pre_tokenizer = pre_tokenizers.Whitespace()
     # Marked special so that decoding with skip_special_tokens drops them, as in real folders.
@@ -88,11 +91,13 @@ def tiny_word_tokenizer() -> Any:
 
 
 def build_tiny_idefics3(
-    folder: Path, *, seed: int = 0, chat_template: bool = True, scripted: bool = False
+    folder: Path, *, seed: int = 0, chat_template: bool = True, scripted: bool = False,
+    answer: str | None = None,
 ) -> Path:
     """A 1-layer Idefics3 (SigLIP-style vision + Llama text) VLM with its processor.
 
-    ``scripted``: answer :data:`SCRIPTED_ANSWER` to everything (see the module docstring).
+    ``scripted``: answer :data:`SCRIPTED_ANSWER` to everything; ``answer``: answer that text
+    to everything, whatever its characters (see the module docstring).
     """
     from transformers import (
         Idefics3Config,
@@ -103,7 +108,7 @@ def build_tiny_idefics3(
     )
     from transformers.models.idefics3.configuration_idefics3 import Idefics3VisionConfig
 
-    tokenizer = tiny_word_tokenizer()
+    tokenizer = tiny_word_tokenizer(() if answer is None else (answer,))
     image_processor = Idefics3ImageProcessorPil(
         size={"longest_edge": _IMAGE_SIDE}, max_image_size={"longest_edge": _IMAGE_SIDE},
         do_image_splitting=False,
@@ -130,17 +135,22 @@ def build_tiny_idefics3(
     )
     torch.manual_seed(seed)
     model = Idefics3ForConditionalGeneration(config)
-    if scripted:
-        _script_answer(model, processor.tokenizer)
+    if answer is not None:
+        _script_answer(model, processor.tokenizer, ("<unk>", answer, "<end_of_utterance>"))
+    elif scripted:
+        _script_answer(model, processor.tokenizer, _SCRIPT)
     model.save_pretrained(folder)
     processor.save_pretrained(folder)
     return folder
 
 
-def _script_answer(model: Any, tokenizer: Any) -> None:
-    """Turn the text model into the bigram table ``_SCRIPT[i] → _SCRIPT[i + 1]``."""
+def _script_answer(model: Any, tokenizer: Any, script: tuple[str, ...]) -> None:
+    """Turn the text model into the bigram table ``script[i] → script[i + 1]``.
+
+    ``script`` starts with the prompt's last token (``<unk>``) and ends with the turn end.
+    """
     text_model = model.model.text_model
-    ids = [tokenizer.convert_tokens_to_ids(token) for token in _SCRIPT]
+    ids = [tokenizer.convert_tokens_to_ids(token) for token in script]
     with torch.no_grad():
         for layer in text_model.layers:
             layer.self_attn.o_proj.weight.zero_()
