@@ -120,6 +120,19 @@ def test_a_dead_server_is_a_clear_error_naming_the_url() -> None:
         assert "is it running, and is base_url right?" in message
 
 
+def test_the_refusal_says_what_to_do_with_a_server_that_loads_models_on_request() -> None:
+    """``transformers serve`` started without a model lists nothing until a request loads one
+    (its cache aside): the refusal must not only say "set model: to one of these ids"."""
+    with ChatStubServer(models=()) as stub, pytest.raises(BackendError) as info:
+        OpenAIDescriber(stub.url, model="/models/tiny-vlm", **FAST)
+    message = str(info.value)
+    assert "does not serve model '/models/tiny-vlm'; it serves (none)" in message
+    assert message.endswith("a server that loads models on request (`transformers serve` "
+                            "started without a model) lists only those it has cached or "
+                            "loaded: start it with the model, or set check_model: false")
+    assert stub.requests == []
+
+
 def test_a_model_list_that_is_not_one_is_refused() -> None:
     with ChatStubServer(models=()) as stub:
         client = ChatClient(stub.url, model="m", **FAST)

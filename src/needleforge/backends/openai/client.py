@@ -353,6 +353,10 @@ class ChatClient:
         call asks the server, later ones return at once. A server without a model list is
         not checked (its first chat request will say whether the model exists).
 
+        A server that loads models on request lists only those it holds, so the refusal says
+        how to reach one: ``transformers serve`` without a pinned model lists its cache and
+        what it has loaded, not the model a request would make it load.
+
         Raises:
             ChatError: as :meth:`served_models` does.
             BackendError: the server lists models and ``model`` is not one of them.
@@ -367,7 +371,10 @@ class ChatClient:
                 raise BackendError(
                     f"the model server at {self.base_url} does not serve model "
                     f"{self.model!r}; it serves {listed}{more} (GET {self.base_url}/models). "
-                    "Set model: to one of these ids exactly")
+                    "Set model: to one of these ids exactly; a server that loads models on "
+                    "request (`transformers serve` started without a model) lists only those "
+                    "it has cached or loaded: start it with the model, or set "
+                    "check_model: false")
             self._model_checked = True
 
     def _exchange(self, method: Literal["GET", "POST"], url: str, body: bytes | None, *,
