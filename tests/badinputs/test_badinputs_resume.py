@@ -83,8 +83,10 @@ def _run(cmd: list[str], *, env: dict[str, str], timeout_s: float = 300.0) -> No
     except subprocess.TimeoutExpired:
         proc.send_signal(signal.SIGABRT)
         _, err = proc.communicate()
+        text = err.decode(errors="replace")
+        start = text.find("Fatal Python error")  # faulthandler's dump: every thread's stack
         pytest.fail(f"{cmd} still running after {timeout_s:.0f} s; its threads:\n"
-                    f"{err.decode(errors='replace')[-6000:]}")
+                    f"{text[start:start + 40000] if start >= 0 else text[-6000:]}")
     assert proc.returncode == 0, err.decode(errors="replace")[-3000:]
 
 

@@ -1,0 +1,145 @@
+"""What NeMo's negative checks cost per target x negative pair, and as targets per video grow.
+
+Issue 22 asks for the checks' CPU seconds per target x negative pair and per source hour, how
+they grow with the targets of a video (2, 8, 32), against the path where every pair is looked
+at on its own. This script measures both paths in one run on a represented store (the demo's
+``data/db/represent.duckdb`` by default; its media files must be where the store says):
+
+- **per-pair path (the baseline)**: a pair is answered by scanning its negative scene for the
+  target's label from scratch, nothing kept, then the instance search: one scene scan plus
+  the stored path's per-pair cost. Both parts are measured below (the scan as the mean CPU
+  seconds of scanning one scene; models are loaded once, for either path).
+- **stored-evidence path (the code as it is)**: one :class:`~needleforge.nemo.checks.
+  negative_scan.TiledProbe` for all pairs. The label check's dense detections of every label
+  are computed once per scene and kept (``negative_scans``), so a pair is a lookup; the
+  instance check (``check_instances``) searches the target's own pixels in the scene's frames,
+  which depends on the target, so it is paid per pair (its frames are the label scan's,
+  decoded once).
+
+Targets are each video's object tracks (the largest first), ``T`` per video for ``T`` in
+``--targets``; negatives are every other scene of the same video, as stage 2 draws them. What
+is measured: the stored path's scan of every scene once, then its cost per pair on
+``--sample-pairs`` pairs spread over the targets. The
+table for each ``T`` adds them up: the per-pair path costs pairs x its per-pair cost; the
+stored path costs the one scan of every scene plus pairs x its per-pair cost (the scan does
+not grow with targets, the instance search does, linearly). The checks run at needleforge's
+default settings (``NemoParams()``: a frame a second at 2x, instance check on) unless
+``--set`` says otherwise. CPU seconds are this process's (``time.process_time``: every thread,
+the detector's included).
+
+Run: ``python benchmarks/check_cost.py [--db data/db/represent.duckdb] [--videos 1]
+[--targets 2 8 32] [--sample-pairs 96]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from needleforge.backends import default_registry
+from needleforge.config import NemoParams
+from needleforge.nemo import build_probe
+from needleforge.nemo.targets import Target
+from needleforge.records import ObjectTrack, Scene, Video
+from needleforge.store import Store
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Corpus:
+    videos: list[Video]
+    scenes: dict[str, list[Scene]]  # video id -> scenes in time order
+    tracks: dict[str, list[ObjectTrack]]  # video id -> tracks, largest first
+
+
+def load(db: Path, videos: int) -> Corpus:
+    """The ``videos`` longest videos of ``db`` with their scenes and tracks."""
+    with Store(db) as store:
+        chosen = sorted(store.videos(), key=lambda v: -v.media.duration_s)[:videos]
+        ids = {v.video_id for v in chosen}
+        scenes = {v.video_id: store.scenes(v.video_id) for v in chosen}
+        scene_of = {s.scene_id: s.video_id for ss in scenes.values() for s in ss}
+        tracks: dict[str, list[ObjectTrack]] = {v: [] for v in ids}
+        for track in store.objects():
+            video = scene_of.get(track.scene_id)
+            if video is not None:
+                tracks[video].append(track)
+    for video in tracks:
+        tracks[video].sort(key=lambda t: -t.mean_area_frac)
+    return Corpus(chosen, scenes, tracks)
+
+
+def pairs_for(corpus: Corpus, per_video: int) -> list[tuple[Target, Scene]]:
+    """Every (object target, other scene of its video) pair, ``per_video`` targets a video."""
+    out: list[tuple[Target, Scene]] = []
+    for video in corpus.videos:
+        by_id = {s.scene_id: s for s in corpus.scenes[video.video_id]}
+        for track in corpus.tracks[video.video_id][:per_video]:
+            target = Target("object", by_id[track.scene_id], track)
+            out += [(target, s) for s in corpus.scenes[video.video_id]
+                    if s.scene_id != track.scene_id]
+    return out
+
+
+def stored(params: NemoParams, videos: Sequence[Video], scenes: Sequence[Scene],
+           pairs: Sequence[tuple[Target, Scene]]) -> tuple[float, float, int]:
+    """The code as it is, on one probe: CPU seconds to scan every scene once (label
+    evidence, kept), then CPU seconds per pair for ``pairs`` answered from it (the lookups and
+    the instance search); and how many of those pairs were refused."""
+    registry = default_registry()
+    probe = build_probe(params, videos=videos, registry=registry)
+    assert probe is not None
+    with probe:
+        started = time.process_time()
+        for scene in scenes:
+            probe.scan(scene)
+        scans_s = time.process_time() - started
+        started = time.process_time()
+        refused = sum(probe.evidence(scene, target) is not None for target, scene in pairs)
+        per_pair = (time.process_time() - started) / max(len(pairs), 1)
+    return scans_s, per_pair, refused
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--db", type=Path, default=Path("data/db/represent.duckdb"))
+    parser.add_argument("--videos", type=int, default=1)
+    parser.add_argument("--targets", type=int, nargs="+", default=[2, 8, 32])
+    parser.add_argument("--sample-pairs", type=int, default=96,
+                        help="pairs the stored path answers, spread over the targets")
+    parser.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE",
+                        help="nemo params, e.g. check_every_s=8 check_instances=false")
+    args = parser.parse_args()
+    overrides = dict(pair.split("=", 1) for pair in args.set)
+    params = NemoParams.model_validate({**NemoParams().model_dump(), **overrides})
+    corpus = load(args.db, args.videos)
+    hours = sum(v.media.duration_s for v in corpus.videos) / 3600
+    scenes = [s for v in corpus.videos for s in corpus.scenes[v.video_id]]
+    most = max(args.targets)
+    every = pairs_for(corpus, most)
+    sample = every[::max(1, len(every) // args.sample_pairs)][:args.sample_pairs]
+    print(f"store {args.db}: {len(corpus.videos)} video(s), {hours * 60:.1f} min, "
+          f"{len(scenes)} scenes; tracks per video "
+          f"{[len(corpus.tracks[v.video_id]) for v in corpus.videos]}; checks: every "
+          f"{params.check_every_s:g} s at x{params.check_input_scale:g}, instances "
+          f"{'on' if params.check_instances else 'off'}")
+    scans_s, per_pair, refused = stored(params, corpus.videos, scenes, sample)
+    base = scans_s / len(scenes) + per_pair
+    print(f"measured: per-pair path {base:.2f} CPU s a pair; scanning every scene once "
+          f"{scans_s:.1f} CPU s ({scans_s / len(scenes):.2f} a "
+          f"scene, {scans_s / hours:.0f} per source hour); then {per_pair:.3f} CPU s a pair "
+          f"({len(sample)} pairs, {refused} refused)\n")
+    print("| targets/video | pairs | per-pair path CPU s | stored path CPU s | CPU s/pair | "
+          "CPU s per source hour | cheaper per pair |")
+    print("|---:|---:|---:|---:|---:|---:|---:|")
+    for per_video in args.targets:
+        n = len(pairs_for(corpus, per_video))
+        total = scans_s + n * per_pair
+        print(f"| {per_video} | {n} | {n * base:.0f} | {total:.0f} | {total / n:.3f} | "
+              f"{total / hours:.0f} | {base * n / total:.1f}x |")
+
+
+if __name__ == "__main__":
+    main()
