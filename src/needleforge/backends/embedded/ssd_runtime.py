@@ -52,6 +52,8 @@ _BOX, _CLASSES = 4, 91
 _MODEL_NAME = "ssd_heads"
 _compiled: dict[tuple[str, int], Any] = {}
 _compiled_lock = threading.Lock()
+_bridge_lock = threading.Lock()
+_bridge_ready = False
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -172,11 +174,27 @@ def cache_root() -> Path:
 
 
 def _openvino() -> Any:
+    """The ``openvino`` module, its NumPy bridge set up (once per process, on one thread).
+
+    Why the bridge: OpenVINO's bindings make their NumPy API table on first use (the first
+    ``Tensor.data``) in a ``std::call_once`` that takes the GIL inside it. Two threads making
+    their first inference at the same moment can deadlock there, one holding the GIL while
+    waiting for the once-flag, the other running the once-function and waiting for the GIL:
+    seen as both of NeMo's look-ahead workers stuck in ``InferRequest.infer`` for good (a
+    resumed generate flow, whose scans were all stored, so no detection had run before the
+    workers started). Touching ``Tensor.data`` here, under a Python lock, makes that first use
+    happen on one thread before any model exists.
+    """
+    global _bridge_ready
     try:
         import openvino
     except ImportError as exc:  # a broken install: it is a dependency of the package
         raise BackendError(f"the embedded detector needs OpenVINO (pip install openvino): "
                            f"{exc}") from exc
+    with _bridge_lock:
+        if not _bridge_ready:
+            _ = openvino.Tensor(np.zeros(1, dtype=np.float32)).data
+            _bridge_ready = True
     return openvino
 
 
