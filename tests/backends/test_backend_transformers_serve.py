@@ -18,7 +18,6 @@ uvicorn) are missing; ``make test`` installs them.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import re
@@ -38,12 +37,9 @@ import yaml
 from typer.testing import CliRunner, Result
 
 from needleforge.backends.openai.client import ChatClient, ChatResponse, Message
-from needleforge.media import probe
-from needleforge.records import Representation
 from needleforge.store import Store
 from tests.backends.hf_tiny_models import build_tiny_idefics3
-from tests.conftest import ffmpeg
-from tests.nemo.nemo_cases import corpus
+from tests.nemo.nemo_cases import stored_corpus
 
 pytestmark = pytest.mark.slow
 
@@ -174,21 +170,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServedModel]:
 @pytest.fixture(scope="module")
 def base_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The NeMo test corpus (12 scenes, tags, objects) stored over a real 85 s video."""
-    root = tmp_path_factory.mktemp("serve-store")
-    path = root / "video.mp4"
-    ffmpeg("-f", "lavfi", "-i", "testsrc2=size=64x36:rate=5:duration=85",
-           "-c:v", "libx264", "-pix_fmt", "yuv420p", str(path))
-    case = corpus()
-    (video,) = case.kwargs()["videos"]
-    video = dataclasses.replace(video, source_path=str(path), stored_path=str(path),
-                                media=probe(path))
-    db = root / "nf.duckdb"
-    with Store(db) as store:
-        store.upsert_videos([video])
-        store.record_representation(Representation(
-            video_id=video.video_id, scenes=tuple(case.scenes), tags=tuple(case.tags),
-            objects=tuple(case.objects), scene_detector="tests", config_hash="tests-tests"))
-    return db
+    return stored_corpus(tmp_path_factory.mktemp("serve-store"))
 
 
 @pytest.fixture(autouse=True)

@@ -12,7 +12,6 @@ half-written or scratch file may remain next to the outputs.
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import itertools
 import os
@@ -30,7 +29,6 @@ import yaml
 from needleforge.config import IngestParams, RenderParams
 from needleforge.ingest import ingest
 from needleforge.media import probe
-from needleforge.records import Representation
 from needleforge.store import Store
 from tests.badinputs.corpus import licence
 from tests.badinputs.store_snapshot import Snapshot, snapshot
@@ -156,25 +154,9 @@ def test_represent_flow_killed_midrun_resumes_to_a_clean_runs_tables(
 def nemo_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The NeMo test corpus (12 scenes, tags, objects) stored over a real 85 s video file."""
     sys.path.insert(0, str(REPO / "tests" / "nemo"))
-    from nemo_cases import corpus
+    from nemo_cases import stored_corpus
 
-    root = tmp_path_factory.mktemp("resume-generate")
-    path = root / "long.mp4"
-    ffmpeg("-f", "lavfi", "-i", "testsrc2=size=64x36:rate=5:duration=85",
-           "-c:v", "libx264", "-pix_fmt", "yuv420p", str(path))
-    case = corpus()
-    kwargs = case.kwargs()
-    (video,) = kwargs["videos"]
-    video = dataclasses.replace(video, source_path=str(path), stored_path=str(path),
-                                media=probe(path))
-    db = root / "nf.duckdb"
-    with Store(db) as store:
-        store.upsert_videos([video])
-        store.record_representation(Representation(
-            video_id=video.video_id, scenes=tuple(kwargs["scenes"]),
-            tags=tuple(kwargs["tags"]), objects=tuple(kwargs["objects"]),
-            scene_detector="tests", config_hash="tests-tests"))
-    return db
+    return stored_corpus(tmp_path_factory.mktemp("resume-generate"), name="long.mp4")
 
 
 @pytest.mark.slow

@@ -159,3 +159,27 @@ def corpus() -> Corpus:
         make_track(s[4], 0, "car", area=0.2, colour="blue", expression="the blue car"),
     ]
     return Corpus(make_video(), scenes, tags, objects)
+
+
+def stored_corpus(root: Path, *, name: str = "video.mp4") -> Path:
+    """:func:`corpus` stored over a real video file: ``root/name`` (85 s of ffmpeg's testsrc2
+    at 64x36, 5 fps) as its media, the tables as its representation; returns the DuckDB file
+    (``root/nf.duckdb``). For tests that decode frames (the negative check, a real server)."""
+    from needleforge.media.probe import probe
+    from needleforge.records import Representation
+    from needleforge.store import Store
+    from tests.conftest import ffmpeg
+
+    path = root / name
+    ffmpeg("-f", "lavfi", "-i", "testsrc2=size=64x36:rate=5:duration=85",
+           "-c:v", "libx264", "-pix_fmt", "yuv420p", str(path))
+    case = corpus()
+    video = dataclasses.replace(case.video, source_path=str(path), stored_path=str(path),
+                                media=probe(path))
+    db = root / "nf.duckdb"
+    with Store(db) as store:
+        store.upsert_videos([video])
+        store.record_representation(Representation(
+            video_id=video.video_id, scenes=tuple(case.scenes), tags=tuple(case.tags),
+            objects=tuple(case.objects), scene_detector="tests", config_hash="tests-tests"))
+    return db
