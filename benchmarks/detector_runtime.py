@@ -6,7 +6,9 @@ and 2x inputs of the NeMo negative check. Prints ms per frame, the speed-up, and
 difference between the two runtimes' output rows (score and box columns, rows above 0.05).
 
 Run: ``PYTHONPATH=. .venv/bin/python benchmarks/detector_runtime.py [--repeat N]``
-(the first run converts the graph for OpenVINO, 20-50 s, outside the timings).
+(the first run converts the graph for OpenVINO, 20-50 s, outside the timings). The baseline
+needs OpenCV 4: OpenCV 5 dropped ``cv2.dnn``'s TensorFlow importer (a venv that resolved
+OpenCV 5 can take ``opencv-python-headless<5`` for this run; the product does not need it).
 """
 
 from __future__ import annotations
@@ -43,10 +45,10 @@ def _opencv_net() -> cv2.dnn.Net:
     models = package_models_dir(OPENPIBO_PACKAGE, distribution=OPENPIBO_DISTRIBUTION)
     graph = models / "frozen_inference_graph.pb"
     text = models / "ssd_mobilenet_v2_coco_2018_03_29.pbtxt"
-    engine = getattr(cv2.dnn, "ENGINE_CLASSIC", None)
-    if engine is None:
-        return cv2.dnn.readNetFromTensorflow(str(graph), str(text))
-    return cv2.dnn.readNetFromTensorflow(str(graph), str(text), engine)
+    if not hasattr(cv2.dnn, "readNetFromTensorflow"):
+        raise SystemExit(f"the OpenCV baseline needs OpenCV 4; this is {cv2.__version__}, whose "
+                         "cv2.dnn has no TensorFlow importer (see this script's docstring)")
+    return cv2.dnn.readNetFromTensorflow(str(graph), str(text))
 
 
 def _kept(rows: np.ndarray) -> np.ndarray:

@@ -1,9 +1,12 @@
 """The detector's OpenVINO runtime gives the rows OpenCV's DNN module gives.
 
-The reference is ``cv2.dnn`` itself running the same frozen graph with the same text graph
-(OpenCV is installed for decoding anyway): real photos from scikit-image at the 300x300 input
-of representation and at the upscaled inputs of the NeMo negative check; priors compared with
-OpenCV's own ``PriorBox/concat`` output. Also: the converted model is cached and reused, an
+The reference is ``cv2.dnn`` itself running the same frozen graph with the same text graph:
+real photos from scikit-image at the 300x300 input of representation and at the upscaled
+inputs of the NeMo negative check; priors compared with OpenCV's own ``PriorBox/concat``
+output. OpenCV 5 has no TensorFlow importer, so where the environment resolved OpenCV 5 the
+reference is what OpenCV 4's ``cv2.dnn`` computed, recorded by
+``golden/ssd_opencv/record.py``; where OpenCV 4 is installed the recording is also checked
+against it. Also: the converted model is cached and reused, an
 unwritable cache is named, and text graphs the runtime does not implement are refused.
 """
 
@@ -34,6 +37,10 @@ MODELS = package_models_dir(OPENPIBO_PACKAGE, distribution=OPENPIBO_DISTRIBUTION
 GRAPH = MODELS / "frozen_inference_graph.pb"
 TEXT = MODELS / "ssd_mobilenet_v2_coco_2018_03_29.pbtxt"
 SIZES = ((300, 300), (960, 540), (1280, 720), (416, 234))
+PHOTOS = ("chelsea", "astronaut", "coffee", "rocket")
+RECORDED = Path(__file__).parent / "golden" / "ssd_opencv" / "outputs.npz"
+#: OpenCV 4 runs the frozen graph; OpenCV 5 dropped ``readNetFromTensorflow``.
+LIVE = hasattr(cv2.dnn, "readNetFromTensorflow")
 
 
 @pytest.fixture(scope="module")
@@ -47,38 +54,70 @@ def _photo(name: str) -> np.ndarray:
 
 
 def _opencv(size: tuple[int, int], frame: np.ndarray, *outputs: str) -> list[np.ndarray]:
-    # a fresh net per size; the classic engine names its layers as the text graph does
-    engine = getattr(cv2.dnn, "ENGINE_CLASSIC", None)  # OpenCV 4 has only that one
-    net = (cv2.dnn.readNetFromTensorflow(str(GRAPH), str(TEXT)) if engine is None
-           else cv2.dnn.readNetFromTensorflow(str(GRAPH), str(TEXT), engine))
+    # a fresh net per size, as golden/ssd_opencv/record.py does
+    net = cv2.dnn.readNetFromTensorflow(str(GRAPH), str(TEXT))
     net.setInput(cv2.dnn.blobFromImage(frame, 1.0, size, swapRB=False, crop=False))
     return list(net.forward(list(outputs) or ["detection_out"]))
 
 
-@pytest.mark.parametrize("name", ["chelsea", "astronaut", "coffee", "rocket"])
+def _recorded(kind: str, name: str, size: tuple[int, int]) -> np.ndarray:
+    with np.load(RECORDED) as arrays:
+        return np.asarray(arrays[f"{kind}_{name}_{size[0]}x{size[1]}"])
+
+
+def _reference_rows(name: str, size: tuple[int, int]) -> np.ndarray:
+    return (_opencv(size, _photo(name))[0] if LIVE else _recorded("rows", name, size))
+
+
+def _reference_priors(size: tuple[int, int]) -> tuple[np.ndarray, list[tuple[int, int]]]:
+    """OpenCV's ``PriorBox/concat`` for the coffee photo at ``size``, and the six heads'
+    feature-map shapes the priors are laid on."""
+    if not LIVE:
+        return _recorded("priors", "coffee", size), [
+            (int(h), int(w)) for h, w in _recorded("heads", "coffee", size)]
+    frame = _photo("coffee")
+    heads = _opencv(size, frame, *(f"BoxPredictor_{k}/ClassPredictor/Conv2D" for k in range(6)))
+    return (_opencv(size, frame, "PriorBox/concat")[0],
+            [(int(h.shape[2]), int(h.shape[3])) for h in heads])
+
+
+@pytest.mark.parametrize("name", PHOTOS)
 def test_rows_equal_opencv_dnn(runtime: SsdRuntime, name: str) -> None:
     frame = _photo(name)
     for size in SIZES:
-        expected = _opencv(size, frame)[0].reshape(-1, 7)
+        expected = _reference_rows(name, size).reshape(-1, 7)
         got = runtime.rows(cv2.resize(frame, size, interpolation=cv2.INTER_LINEAR))
         keep_e, keep_g = expected[expected[:, 2] > 0.05], got[got[:, 2] > 0.05]
         keep_e = keep_e[np.lexsort((-keep_e[:, 2], keep_e[:, 1]))]
         keep_g = keep_g[np.lexsort((-keep_g[:, 2], keep_g[:, 1]))]
+        assert keep_e.size, (name, size)  # the reference found something to compare
         assert keep_g[:, 1].tolist() == keep_e[:, 1].tolist(), (name, size)
         np.testing.assert_allclose(keep_g[:, 2:], keep_e[:, 2:], atol=1e-4, err_msg=f"{size}")
         assert len(got) == len(expected)  # keep_top_k applied alike
 
 
 def test_priors_equal_opencv_prior_boxes(runtime: SsdRuntime) -> None:
-    frame = _photo("coffee")
     for width, height in SIZES:
-        expected = _opencv((width, height), frame, "PriorBox/concat")[0].reshape(2, -1, 4)
-        heads = _opencv((width, height), frame, *(f"BoxPredictor_{k}/ClassPredictor/Conv2D"
-                                                  for k in range(6)))
-        priors, variances = prior_boxes([h.shape[2:] for h in heads], width=width,
-                                        height=height, specs=runtime.text.priors)
+        concat, shapes = _reference_priors((width, height))
+        expected = concat.reshape(2, -1, 4)
+        priors, variances = prior_boxes(shapes, width=width, height=height,
+                                        specs=runtime.text.priors)
         np.testing.assert_allclose(priors, expected[0], atol=1e-6)
         np.testing.assert_allclose(variances, expected[1], atol=1e-7)
+
+
+@pytest.mark.skipif(not LIVE, reason=f"OpenCV {cv2.__version__} has no TensorFlow importer "
+                    "to check the recording against (OpenCV 4 has)")
+def test_the_recording_is_what_opencv_4_computes() -> None:
+    with np.load(RECORDED) as arrays:
+        assert str(arrays["opencv_version"]).startswith("4.")
+    for name in PHOTOS:
+        for size in SIZES:
+            np.testing.assert_allclose(_recorded("rows", name, size),
+                                       _opencv(size, _photo(name))[0], atol=1e-6)
+    for size in SIZES:
+        np.testing.assert_allclose(_recorded("priors", "coffee", size),
+                                   _reference_priors(size)[0], atol=1e-7)
 
 
 def test_the_converted_model_is_kept_and_reused(tmp_path: Path) -> None:
