@@ -243,6 +243,7 @@ def test_bad_evaluate_params_are_named(tmp_path: Path, text: str, message: str) 
         ({"ingset": {}}, "unknown key 'ingset'"),
         ({"ingest": {"link_mod": "copy"}}, "unknown key 'ingest.link_mod'"),
         ({"ingest": {"link_mode": "teleport"}}, "ingest.link_mode"),
+        ({"nemo": {"check_instance_search": "fast"}}, "nemo.check_instance_search"),
         ({"studio": {"programs": [{"name": "a", "colour": 1}]}},
          "unknown key 'studio.programs.0.colour'"),
         ({"studio": {"programs": [{"name": "a", "min_scene_s": 9, "max_scene_s": 3}]}},

@@ -161,6 +161,9 @@ class NemoParams(_Section):
     target object's own pixels (:mod:`needleforge.nemo.checks.instance`, a match at normalised
     cross-correlation ``check_instance_min_score`` or more refuses it), which finds the
     small same-object appearances a detector misses; it needs ``check_negatives``.
+    ``check_instance_search`` is ``coarse-to-fine`` (half resolution first, then full
+    resolution where it may match: the same matches at about a fifth of the cost) or
+    ``exhaustive`` (every window at full resolution).
     ``check_pose`` also counts a whole frame showing a body pose (MoveNet) as a sighting of a
     person: legs walking past or a back turned, which no detector box catches.
     """
@@ -198,6 +201,7 @@ class NemoParams(_Section):
     check_instances: bool = True
     check_pose: bool = True
     check_instance_min_score: Annotated[float, Field(gt=0, le=1)] = 0.8
+    check_instance_search: Literal["coarse-to-fine", "exhaustive"] = "coarse-to-fine"
 
     @model_validator(mode="after")
     def _ranges(self) -> NemoParams:

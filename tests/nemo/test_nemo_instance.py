@@ -154,11 +154,54 @@ def test_unusable_templates_and_bad_requests(images: dict[int, RGBImage]) -> Non
     ({"min_score": 0.0}, "min_score"), ({"min_score": 1.5}, "min_score"),
     ({"template_px": 4}, "template_px"), ({"min_width": 0.6}, "min_width"),
     ({"max_width": 1.5}, "max_width"), ({"scale_step": 1.0}, "scale_step"),
-    ({"inner": 0.5}, "inner"),
+    ({"inner": 0.5}, "inner"), ({"search": "fast"}, "search 'fast' \\(one of"),
+    ({"coarse_margin": 1.0}, "coarse_margin"), ({"coarse_peaks": 0}, "coarse_peaks"),
 ])
 def test_bad_settings_are_refused_by_name(kwargs: dict[str, float], named: str) -> None:
     with pytest.raises(ValueError, match=named):
         InstanceMatcher(lambda scene: (), lambda scene, t: None, **kwargs)  # type: ignore[arg-type]
+
+
+def test_coarse_to_fine_finds_what_every_window_finds(images: dict[int, RGBImage]) -> None:
+    """The two searches agree on every scene (the same score and box where the cat is, no
+    match elsewhere), but under different keys: a stored scan belongs to one search. The
+    exhaustive search keeps the key it had before there were two."""
+    track = _track()
+    found = {}
+    for search in ("exhaustive", "coarse-to-fine"):
+        source = _Source(images)
+        matcher = InstanceMatcher(source, source.frame_at, search=search)
+        found[search] = [matcher.seen(SCENES[k], track, target_scene=SCENES[0])
+                         for k in range(1, 6)]
+        found[search + " key"] = matcher.key_for(track)
+        assert ("coarse" in matcher.spec) is (search == "coarse-to-fine")
+    for full, fast in zip(found["exhaustive"], found["coarse-to-fine"], strict=True):
+        assert (full is None) is (fast is None)
+        if full is not None and fast is not None:
+            assert fast.score == pytest.approx(full.score, abs=1e-5) and fast.box == full.box
+    assert found["exhaustive"][0] is not None and found["exhaustive"][1] is not None
+    assert found["exhaustive key"] != found["coarse-to-fine key"]
+
+
+def test_coarse_to_fine_never_scores_above_every_window(images: dict[int, RGBImage]) -> None:
+    """In grey (a threshold no window reaches, so none is confirmed in colour), the
+    coarse-to-fine search scores a subset of the windows the exhaustive one scores: on any
+    frame its best is at most the exhaustive best, and on the cat's frames it is the same."""
+    track = _track()
+    source = _Source(images)
+    full = InstanceMatcher(source, source.frame_at, search="exhaustive", min_score=0.999,
+                           coarse_margin=0.5)
+    fast = InstanceMatcher(source, source.frame_at, min_score=0.999, coarse_margin=0.5)
+    for index in range(1, 6):
+        best_full = full.best_in(images[index], track, target_scene=SCENES[0])
+        best_fast = fast.best_in(images[index], track, target_scene=SCENES[0])
+        assert best_full is not None
+        if best_fast is None:  # no coarse place came near: the cat is not on these frames
+            assert index not in (1, 2) and best_full[0] < fast.min_score - fast.coarse_margin
+            continue
+        assert best_fast[0] <= best_full[0] + 1e-4, index  # float noise of the two paths
+        if index in (1, 2):
+            assert best_fast[0] == pytest.approx(best_full[0], abs=1e-5)
 
 
 def test_the_probe_asks_the_label_first_then_the_instance(images: dict[int, RGBImage]) -> None:

@@ -424,6 +424,7 @@ def _build(params: NemoParams, by_id: dict[str, Video], registry: Registry, *,
         # The instance check keeps to the dense frames (the extra ones are for people).
         matcher = InstanceMatcher(frames.without_extra, exact.frame_at,
                                   min_score=params.check_instance_min_score,
+                                  search=params.check_instance_search,
                                   frames_spec=frames.spec_without_extra, on_close=exact.close)
     extra = dict(params.check_detector_options)
     spec = f"{detector.name}@{detector.version}" + (f" {json.dumps(extra, sort_keys=True)}"
