@@ -170,7 +170,8 @@ def main() -> None:
 
 _CHECK_KEYS = ("check_every_s", "check_input_scale", "check_min_score", "check_cols",
                "check_rows", "check_overlap", "check_max_side", "check_detector",
-               "check_instances", "check_instance_min_score")
+               "check_instances", "check_instance_min_score", "check_instance_search",
+               "check_changed_only")
 
 
 def _variants(nemo: NemoParams) -> list[tuple[str, NemoParams]]:
@@ -179,7 +180,8 @@ def _variants(nemo: NemoParams) -> list[tuple[str, NemoParams]]:
     def described(p: NemoParams) -> str:
         instance = (f"instance check at {p.check_instance_min_score:g}" if p.check_instances
                     else "no instance check")
-        return (f"every {p.check_every_s:g} s, input x{p.check_input_scale:g}, "
+        gate = "changed parts only" if p.check_changed_only else "every frame whole"
+        return (f"every {p.check_every_s:g} s, input x{p.check_input_scale:g}, {gate}, "
                 f"min score {p.check_min_score:g}, {instance}")
 
     defaults = NemoParams()

@@ -152,8 +152,11 @@ class NemoParams(_Section):
     ``check_every_s`` apart (scaled to ``check_max_side`` pixels), detected by ``check_detector`` at
     ``check_min_score`` with its input upscaled ``check_input_scale`` times (detectors that take
     ``input_scale``), optionally cut into ``check_cols`` x ``check_rows`` tiles overlapping by
-    ``check_overlap``; a scene where the label is seen is passed over. The representation pass
-    misses small and brief objects, and a negative that shows one makes the answer wrong. Cost grows
+    ``check_overlap``; a scene where the label is seen is passed over. ``check_changed_only``
+    gives the detector only the part of each frame that changed since the scene's earlier
+    frames (:mod:`needleforge.nemo.checks.change_gate`): what did not change was looked at.
+    The representation pass misses small and brief objects, and a negative that shows one
+    makes the answer wrong. Cost grows
     with frames x scale² x tiles: the defaults (a frame a second
     at 2x) are what ``benchmarks/validity.py`` measures as valid, about 0.3 CPU-s per second
     of scanned video on 2 cores; the sample ``params.yaml`` looks every 8 s at 1.5x to keep
@@ -198,6 +201,7 @@ class NemoParams(_Section):
     check_min_score: Annotated[float, Field(ge=0, le=1)] = 0.3
     check_detector: Annotated[str, Field(min_length=1)] = "embedded"
     check_detector_options: dict[str, str | int | float | bool] = Field(default_factory=dict)
+    check_changed_only: bool = True
     check_instances: bool = True
     check_pose: bool = True
     check_instance_min_score: Annotated[float, Field(gt=0, le=1)] = 0.8

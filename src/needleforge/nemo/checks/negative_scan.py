@@ -10,7 +10,9 @@ this probe, for each negative candidate of an **object** target before it enters
 next negative is drawn) rather than answered wrongly.
 
 The probe looks harder than the representation pass in three ways: denser frames (one at most
-every ``every_s`` seconds, so brief objects are sampled), tiled detection
+every ``every_s`` seconds, so brief objects are sampled; with ``gate``, only the part of each
+frame that changed since the scene's earlier frames goes to the detector,
+:mod:`~needleforge.nemo.checks.change_gate`), tiled detection
 (:mod:`~needleforge.nemo.checks.tiles`, so small objects reach a detectable size), and a lower score
 threshold (``min_score``), since a missed object costs a wrong answer while a false alarm
 only costs one negative. Detections of every label are computed once per scene and cached,
@@ -55,8 +57,10 @@ from needleforge.backends.embedded.confirm import NEGATIVE_POSE_MIN_KEYPOINTS, P
 from needleforge.backends.registry import Registry
 from needleforge.config import NemoParams
 from needleforge.nemo.ahead import WORKER_MODEL_THREADS, Workers
+from needleforge.nemo.checks.change_gate import SPEC as GATE_SPEC
+from needleforge.nemo.checks.change_gate import ChangeGate
 from needleforge.nemo.checks.instance import InstanceCost, InstanceMatcher
-from needleforge.nemo.checks.tiles import detect_tiled, tile_grid
+from needleforge.nemo.checks.tiles import Tile, detect_tiled, tile_grid
 from needleforge.nemo.targets import Target
 from needleforge.nemo.video_keyframes import VERIFY_PER_SCENE, VideoKeyframes
 from needleforge.records import Box, Scene, SceneScan, Sighting, Video
@@ -87,11 +91,13 @@ class Refusal:
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class _Look:
-    """One scene looked at: its scan and what that cost (frames given to the detector)."""
+    """One scene looked at: its scan and what that cost (frames given to the detector, and
+    the sum of the shares of those frames it saw)."""
 
     scan: SceneScan
     detected: int
     seconds: float
+    area: float
 
 
 @runtime_checkable
@@ -113,13 +119,17 @@ class ProbeCost:
     scenes: int = 0
     frames: int = 0
     detector_calls: int = 0
+    #: Frames' worth of pixels the detector saw: with the change gate, under ``frames``.
+    detector_area: float = 0.0
     seconds: float = 0.0
     reused: int = 0  #: scans taken from the store (preloaded) rather than looked at again
     instances: InstanceCost | None = None  #: the instance check's, when it is on
 
     def describe(self) -> str:
         """One line for the CLI: what was scanned, in how long, what was reused."""
-        line = (f"{self.scenes} scene(s) scanned ({self.frames} frame(s) in "
+        looked = (f", the detector on {self.detector_area:.0f} frames' worth"
+                  if self.detector_area else "")
+        line = (f"{self.scenes} scene(s) scanned ({self.frames} frame(s){looked} in "
                 f"{self.seconds:.0f} s), {self.reused} stored scan(s) reused")
         if self.instances is not None:
             i = self.instances
@@ -153,6 +163,8 @@ class TiledProbe:
             shown, looked at for people at 12 ms a frame instead of 0.4-0.8 s of detection).
         worker: makes a probe with the same :attr:`key` and models of its own, for
             :meth:`look_ahead` (:func:`build_probe` gives one); None: no looking ahead.
+        gate: give the detector only the part of each frame that changed since the scene's
+            earlier frames (:class:`~needleforge.nemo.checks.change_gate.ChangeGate`).
 
     Raises:
         ValueError: a bad grid or ``min_score`` outside [0, 1].
@@ -165,7 +177,7 @@ class TiledProbe:
                  pose: Callable[[RGBImage], FloatArray] | None = None,
                  pose_min_keypoints: int = POSE_MIN_KEYPOINTS,
                  pose_only: Callable[[Scene], Collection[float]] | None = None,
-                 worker: Callable[[], TiledProbe] | None = None) -> None:
+                 worker: Callable[[], TiledProbe] | None = None, gate: bool = False) -> None:
         tile_grid(64, 64, cols=cols, rows=rows, overlap=overlap)  # validates the grid
         if not 0.0 <= min_score <= 1.0:
             raise ValueError(f"min_score = {min_score!r} must be in [0, 1]")
@@ -178,7 +190,9 @@ class TiledProbe:
         self.key = (f"{detector_spec} frames[{frames_spec}] "
                     f"grid {cols}x{rows}/{overlap:g} min {min_score:g}"
                     + (f" pose>={pose_min_keypoints}" if pose is not None else "")
-                    + (" extras pose-only" if pose_only is not None else ""))
+                    + (" extras pose-only" if pose_only is not None else "")
+                    + (f" {GATE_SPEC}" if gate else ""))
+        self._gate = ChangeGate() if gate else None
         self._pose, self._pose_min, self._pose_only = pose, pose_min_keypoints, pose_only
         self._scans: dict[str, SceneScan] = {}
         self._new: list[str] = []
@@ -268,6 +282,7 @@ class TiledProbe:
         self.cost.scenes += 1
         self.cost.frames += look.scan.n_frames
         self.cost.detector_calls += look.detected * self.cols * self.rows
+        self.cost.detector_area += look.area
         self.cost.seconds += look.seconds
         self._scans[scene.scene_id] = look.scan
         self._new.append(scene.scene_id)
@@ -323,23 +338,35 @@ class TiledProbe:
         best: dict[str, Sighting] = {}
         frames = self._frames(scene)
         pose_only = self._pose_only(scene) if self._pose_only is not None else ()
-        detected = 0
+        detected, area = 0, 0.0
+        if self._gate is not None:
+            self._gate.reset()
         for frame in frames:
             body = self._body(scene, frame)
             if body is not None and ("person" not in best or body.score > best["person"].score):
                 best["person"] = body
             if frame.t_s in pose_only:
                 continue
+            height, width = frame.image.shape[:2]
+            x0, y0, x1, y1 = 0, 0, width, height
+            if self._gate is not None:
+                region = self._gate.region(frame.image)
+                if region is None:
+                    continue  # nothing changed since the scene's frames looked at
+                x0, y0, x1, y1 = region
             detected += 1
-            for det in detect_tiled(self._detector, frame.image, t_s=frame.t_s, cols=self.cols,
-                                    rows=self.rows, overlap=self.overlap):
+            area += (x1 - x0) * (y1 - y0) / (width * height)
+            crop = Tile(x0, y0, x1 - x0, y1 - y0, width, height)
+            for det in detect_tiled(self._detector, frame.image[y0:y1, x0:x1], t_s=frame.t_s,
+                                    cols=self.cols, rows=self.rows, overlap=self.overlap):
+                det = dataclasses.replace(det, box=crop.to_frame(det.box))
                 name = normalize(det.label)
                 if det.score >= self.min_score and (name not in best
                                                     or det.score > best[name].score):
                     best[name] = Sighting(scene.scene_id, name, det.score, det.t_s, det.box)
         sightings = tuple(best[name] for name in sorted(best))
         scan = SceneScan(scene.scene_id, self.key, len(frames), sightings)
-        return _Look(scan, detected, time.perf_counter() - started)
+        return _Look(scan, detected, time.perf_counter() - started, area)
 
     def _body(self, scene: Scene, frame: Keyframe) -> Sighting | None:
         """A ``person`` sighting when the whole frame shows a body pose (see ``pose``)."""
@@ -439,7 +466,7 @@ def _build(params: NemoParams, by_id: dict[str, Video], registry: Registry, *,
                       overlap=params.check_overlap, min_score=params.check_min_score,
                       detector_spec=spec, instances=matcher, pose=pose,
                       pose_only=frames.extra_times if pose is not None else None,
-                      worker=worker)
+                      worker=worker, gate=params.check_changed_only)
 
 
 def scan_scenes(
