@@ -29,7 +29,8 @@ from pathlib import Path
 from benchmarks.check_cost import load
 
 from needleforge.nemo import VideoKeyframes
-from needleforge.nemo.checks.instance import SEARCHES, InstanceMatcher
+from needleforge.nemo.checks.instance import InstanceMatcher
+from needleforge.nemo.checks.template_search import SEARCHES
 from needleforge.records import ObjectTrack, Scene
 from needleforge.records.phrases import normalize
 

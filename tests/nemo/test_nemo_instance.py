@@ -156,10 +156,30 @@ def test_unusable_templates_and_bad_requests(images: dict[int, RGBImage]) -> Non
     ({"max_width": 1.5}, "max_width"), ({"scale_step": 1.0}, "scale_step"),
     ({"inner": 0.5}, "inner"), ({"search": "fast"}, "search 'fast' \\(one of"),
     ({"coarse_margin": 1.0}, "coarse_margin"), ({"coarse_peaks": 0}, "coarse_peaks"),
+    ({"grey_cache_mb": -1}, "grey_cache_mb"),
 ])
 def test_bad_settings_are_refused_by_name(kwargs: dict[str, float], named: str) -> None:
     with pytest.raises(ValueError, match=named):
         InstanceMatcher(lambda scene: (), lambda scene, t: None, **kwargs)  # type: ignore[arg-type]
+
+
+def test_a_scene_is_decoded_once_for_many_targets(images: dict[int, RGBImage]) -> None:
+    """The grey frames of a negative are kept between targets; its colour frames are decoded
+    again only to confirm a window that reached the threshold in grey. Without the cache
+    every pair decodes."""
+    moved = _track(Box(0.3, 0.25, 0.32, 0.45))  # another template: another target
+    source = _Source(images)
+    matcher = InstanceMatcher(source, source.frame_at)
+    for track in (_track(), moved):
+        assert matcher.seen(SCENES[3], track, target_scene=SCENES[0]) is None
+    assert source.calls == 1
+    assert matcher.seen(SCENES[1], _track(), target_scene=SCENES[0]) is not None
+    assert source.calls == 3  # grey once, colour once for the cat found in grey
+    uncached_source = _Source(images)
+    uncached = InstanceMatcher(uncached_source, uncached_source.frame_at, grey_cache_mb=0)
+    for track in (_track(), moved):
+        assert uncached.seen(SCENES[3], track, target_scene=SCENES[0]) is None
+    assert uncached_source.calls == 2
 
 
 def test_coarse_to_fine_finds_what_every_window_finds(images: dict[int, RGBImage]) -> None:
