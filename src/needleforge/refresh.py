@@ -37,6 +37,9 @@ from needleforge.store import Store
 
 #: How the refresh names a release when no name is given (UTC, to the minute).
 NAME_FORMAT = "%Y.%m.%d-%H%M"
+#: The default name when a refresh earlier in the same minute took :data:`NAME_FORMAT`'s
+#: (sorts after it and before the next minute's).
+NAME_FORMAT_SECONDS = "%Y.%m.%d-%H%M%S"
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -75,7 +78,13 @@ def preflight(*, manifest: Path, db: Path, releases: Path, name: str | None,
             "`manifest:` in prefect.yaml); `make demo` builds data/studio/manifest.yaml.")
     read_manifest(manifest)  # whole-file problems raise ManifestError now, not after work
     params = load_params(params_path)
-    name = name or dt.datetime.now(dt.UTC).strftime(NAME_FORMAT)
+    if name is None:
+        now = dt.datetime.now(dt.UTC)
+        name = now.strftime(NAME_FORMAT)
+        if (releases / name).exists():
+            # A refresh earlier this minute released under the default name; this one may
+            # find nothing new (and say so) or release under the second.
+            name = now.strftime(NAME_FORMAT_SECONDS)
     if not RELEASE_NAME_RE.fullmatch(name):
         raise RefreshError(f"release name {name!r} must match {RELEASE_NAME_RE.pattern}")
     if (releases / name).exists():

@@ -23,6 +23,7 @@ import pytest
 import yaml
 
 from flows.refresh import refresh_flow
+from needleforge import refresh as refresh_module
 from needleforge.artifacts import RunSummary, gate_rows, summary_markdown
 from needleforge.config import Params
 from needleforge.errors import RefreshError, ReleaseError
@@ -71,6 +72,33 @@ def test_a_taken_release_name_fails_before_any_work(tmp_path: Path) -> None:
     with pytest.raises(RefreshError, match="r1 already exists"):
         refresh_flow.fn(manifest(tmp_path), db, tmp_path / "releases", "r1")
     assert not db.parent.exists()
+
+
+def test_a_second_refresh_in_the_same_minute_gets_its_own_default_name(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The default name is the minute; when a refresh earlier in that minute took it, the
+    next one is named to the second (it may well find nothing new and say so), never refused
+    for a name the user did not give."""
+    frozen = dt.datetime(2026, 12, 2, 13, 23, 45, tzinfo=dt.UTC)
+
+    class _Clock(dt.datetime):
+        @classmethod
+        def now(cls, tz: dt.tzinfo | None = None) -> dt.datetime:
+            return frozen
+
+    monkeypatch.setattr(refresh_module.dt, "datetime", _Clock)
+    releases, sources = tmp_path / "releases", manifest(tmp_path)
+    first = preflight(manifest=sources, db=tmp_path / "nf.duckdb", releases=releases,
+                      name=None, params_path=None)
+    assert first.name == "2026.12.02-1323"
+    (releases / first.name).mkdir(parents=True)
+    second = preflight(manifest=sources, db=tmp_path / "nf.duckdb", releases=releases,
+                       name=None, params_path=None)
+    assert second.name == "2026.12.02-132345" and first.name < second.name < "2026.12.02-1324"
+    (releases / second.name).mkdir()
+    with pytest.raises(RefreshError, match="132345 already exists"):
+        preflight(manifest=sources, db=tmp_path / "nf.duckdb", releases=releases, name=None,
+                  params_path=None)
 
 
 def test_publishing_without_a_remote_fails_before_any_work(tmp_path: Path) -> None:
