@@ -156,7 +156,7 @@ def test_unusable_templates_and_bad_requests(images: dict[int, RGBImage]) -> Non
     ({"max_width": 1.5}, "max_width"), ({"scale_step": 1.0}, "scale_step"),
     ({"inner": 0.5}, "inner"), ({"search": "fast"}, "search 'fast' \\(one of"),
     ({"coarse_margin": 1.0}, "coarse_margin"), ({"coarse_peaks": 0}, "coarse_peaks"),
-    ({"grey_cache_mb": -1}, "grey_cache_mb"),
+    ({"grey_cache_mb": -1}, "grey_cache_mb"), ({"threads": 0}, "threads"),
 ])
 def test_bad_settings_are_refused_by_name(kwargs: dict[str, float], named: str) -> None:
     with pytest.raises(ValueError, match=named):
@@ -201,6 +201,10 @@ def test_coarse_to_fine_finds_what_every_window_finds(images: dict[int, RGBImage
             assert fast.score == pytest.approx(full.score, abs=1e-5) and fast.box == full.box
     assert found["exhaustive"][0] is not None and found["exhaustive"][1] is not None
     assert found["exhaustive key"] != found["coarse-to-fine key"]
+    one_source = _Source(images)
+    one_thread = InstanceMatcher(one_source, one_source.frame_at, threads=1)
+    assert [one_thread.seen(SCENES[k], track, target_scene=SCENES[0]) for k in range(1, 6)] \
+        == found["coarse-to-fine"]  # the frames' threads change nothing found
 
 
 def test_coarse_to_fine_never_scores_above_every_window(images: dict[int, RGBImage]) -> None:
