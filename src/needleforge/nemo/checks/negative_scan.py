@@ -192,7 +192,7 @@ class TiledProbe:
                     + (f" pose>={pose_min_keypoints}" if pose is not None else "")
                     + (" extras pose-only" if pose_only is not None else "")
                     + (f" {GATE_SPEC}" if gate else ""))
-        self._gate = ChangeGate() if gate else None
+        self._gated = gate
         self._pose, self._pose_min, self._pose_only = pose, pose_min_keypoints, pose_only
         self._scans: dict[str, SceneScan] = {}
         self._new: list[str] = []
@@ -339,8 +339,7 @@ class TiledProbe:
         frames = self._frames(scene)
         pose_only = self._pose_only(scene) if self._pose_only is not None else ()
         detected, area = 0, 0.0
-        if self._gate is not None:
-            self._gate.reset()
+        gate = ChangeGate() if self._gated else None  # one per look: workers share nothing
         for frame in frames:
             body = self._body(scene, frame)
             if body is not None and ("person" not in best or body.score > best["person"].score):
@@ -349,8 +348,8 @@ class TiledProbe:
                 continue
             height, width = frame.image.shape[:2]
             x0, y0, x1, y1 = 0, 0, width, height
-            if self._gate is not None:
-                region = self._gate.region(frame.image)
+            if gate is not None:
+                region = gate.region(frame.image)
                 if region is None:
                     continue  # nothing changed since the scene's frames looked at
                 x0, y0, x1, y1 = region
