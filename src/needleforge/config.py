@@ -152,23 +152,15 @@ class NemoParams(_Section):
     ``check_every_s`` apart (scaled to ``check_max_side`` pixels), detected by ``check_detector`` at
     ``check_min_score`` with its input upscaled ``check_input_scale`` times (detectors that take
     ``input_scale``), optionally cut into ``check_cols`` x ``check_rows`` tiles overlapping by
-    ``check_overlap``; a scene where the label is seen is passed over. ``check_changed_only``
-    gives the detector only the part of each frame that changed since the scene's earlier
-    frames (:mod:`needleforge.nemo.checks.change_gate`): what did not change was looked at.
-    The representation pass misses small and brief objects, and a negative that shows one
-    makes the answer wrong. Cost grows
-    with frames x scale² x tiles (and, with ``check_changed_only``, with what changes): the
-    defaults (a frame a second at 2x) are what ``benchmarks/validity.py`` measures as valid,
-    and the sample ``params.yaml`` runs them too (without the instance check).
-    ``check_instances`` also searches each such negative for the
-    target object's own pixels (:mod:`needleforge.nemo.checks.instance`, a match at normalised
-    cross-correlation ``check_instance_min_score`` or more refuses it), which finds the
-    small same-object appearances a detector misses; it needs ``check_negatives``.
-    ``check_instance_search`` is ``coarse-to-fine`` (half resolution first, then full
-    resolution where it may match: the same matches at less than half the cost) or
-    ``exhaustive`` (every window at full resolution).
-    ``check_pose`` also counts a whole frame showing a body pose (MoveNet) as a sighting of a
-    person: legs walking past or a back turned, which no detector box catches.
+    ``check_overlap``; a scene where the label is seen is passed over (the representation pass
+    misses small and brief objects; a negative showing one makes the answer wrong). With
+    ``check_changed_only`` the detector sees only what changed since the scene's earlier frames
+    (:mod:`needleforge.nemo.checks.change_gate`). The defaults (a frame a second at 2x) are what
+    ``benchmarks/validity.py`` measures as valid. ``check_instances`` also searches each such
+    negative for the target object's own pixels (:mod:`needleforge.nemo.checks.instance`; a
+    normalised cross-correlation of ``check_instance_min_score`` or more refuses it; it needs
+    ``check_negatives``), ``coarse-to-fine`` or ``exhaustive`` (``check_instance_search``).
+    ``check_pose`` counts a whole frame showing a body pose (MoveNet) as a person sighting.
     """
 
     seed: int = 0

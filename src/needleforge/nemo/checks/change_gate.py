@@ -32,6 +32,8 @@ import math
 
 import numpy as np
 
+from needleforge.nemo.checks.template_search import grey_of
+
 #: A block is this fraction of the frame's width (and as high): 32 pixels of a 640-pixel frame.
 BLOCK = 1 / 20
 #: Mean absolute grey difference (0-255) above which a block changed: over compression noise
@@ -67,7 +69,7 @@ class ChangeGate:
         at from now on."""
         import cv2
 
-        grey = cv2.cvtColor(np.ascontiguousarray(image), cv2.COLOR_RGB2GRAY).astype(np.float32)
+        grey = grey_of(image)
         height, width = grey.shape
         whole = (0, 0, width, height)
         if self._seen is None or self._seen.shape != grey.shape:
