@@ -67,13 +67,17 @@ class ChangeGate:
         """The pixel box of ``image`` (RGB) to look at, the whole frame for a scene's first
         frame, or None when nothing changed since what was looked at; the box counts as looked
         at from now on."""
+        return self.region_of(grey_of(image))
+
+    def region_of(self, grey: np.ndarray) -> Region | None:
+        """:meth:`region` of a frame already in grey (float32, as
+        :func:`~needleforge.nemo.checks.template_search.grey_of` gives it)."""
         import cv2
 
-        grey = grey_of(image)
         height, width = grey.shape
         whole = (0, 0, width, height)
         if self._seen is None or self._seen.shape != grey.shape:
-            self._seen = grey
+            self._seen = grey.copy()  # updated in place below: never the caller's array
             return whole
         side = max(1, round(width * BLOCK))
         cols, rows = math.ceil(width / side), math.ceil(height / side)

@@ -17,6 +17,16 @@ to fine by default: ``search``). The best score at or above ``min_score`` is a
 negative scenes' grey frames are kept between pairs (``grey_cache_mb``): stage 2 asks about
 a scene for one target after another, and decoding it again cost more than the search.
 
+**In company** (:meth:`InstanceMatcher.seen`'s ``company``): most of a frame's cost is its
+pyramid, the same for every template, so when a scene must be searched for one target it is
+searched for every target expected to ask about it too, one
+:class:`~needleforge.nemo.checks.template_search.FramePyramid` a frame; their scans wait,
+unstored, until asked (expand tells the probe ahead which targets will ask about which
+scenes: :meth:`~needleforge.nemo.checks.negative_scan.TiledProbe.expect`). **Changed parts
+only** (``changed_only``, the ``check_changed_only`` of the label check): a scene's first
+frame is searched whole, a later one only in windows overlapping what changed since
+(:class:`~needleforge.nemo.checks.change_gate.ChangeGate`), and not at all when nothing did.
+
 What it cannot do: find the object from another side, under other light or deformed; a
 different object of the same label is the label check's job. Neither can it see an object
 narrower than ``min_width`` (26 pixels of a 640-pixel frame, after the margin trim). On the
@@ -45,13 +55,17 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from needleforge.backends.base import Keyframe
+from needleforge.nemo.checks.change_gate import SPEC as GATE_SPEC
+from needleforge.nemo.checks.change_gate import ChangeGate, Region
 from needleforge.nemo.checks.template_search import (
     REFINE_PX,
     SEARCHES,
+    FramePyramid,
     Search,
     Template,
     best_match,
     grey_of,
+    match,
 )
 from needleforge.records import Box, ObjectTrack, Scene, SceneScan, Sighting, TimedBox
 from needleforge.records.phrases import normalize
@@ -83,6 +97,8 @@ class InstanceCost:
     seconds: float = 0.0
     reused: int = 0  #: pairs answered from stored scans
     unusable: int = 0  #: targets whose template was too small or flat to search for
+    #: Pairs matched in company (with a pair asked about the same scene) and never asked.
+    unasked: int = 0
 
 
 class InstanceMatcher:
@@ -106,6 +122,10 @@ class InstanceMatcher:
             recently used dropped first). Stage 2 checks a scene for one target after another,
             and decoding its frames again cost more than the search; colour frames are
             decoded again only for the rare window that reaches ``min_score`` in grey.
+        changed_only: search a scene's first frame whole, and each later one only where it
+            changed since the frames searched before it (windows overlapping the changed
+            box of :class:`~needleforge.nemo.checks.change_gate.ChangeGate`); a frame where
+            nothing changed is not searched. What did not change was searched already.
         frames_spec: how ``frames`` samples, for :meth:`key_for`.
         on_close: called by :meth:`close` (e.g. to close the files ``frame_at`` holds open).
 
@@ -118,7 +138,7 @@ class InstanceMatcher:
                  scale_step: float = 1.1, inner: float = 0.1,
                  search: str = "coarse-to-fine", coarse_margin: float = 0.2,
                  coarse_peaks: int = 8, threads: int = 2, grey_cache_mb: int = GREY_CACHE_MB,
-                 frames_spec: str = "custom",
+                 changed_only: bool = False, frames_spec: str = "custom",
                  on_close: Callable[[], None] | None = None) -> None:
         checks = (("min_score", 0.0 < min_score <= 1.0),
                   ("search", search in SEARCHES),
@@ -153,7 +173,8 @@ class InstanceMatcher:
         #: The matcher's settings; every scan key ends with it.
         self.spec = (f"ncc grey tpl {template_px}px widths {min_width:g}-{max_width:g} "
                      f"x{scale_step:g} inner {inner:g} min {min_score:g}{coarse} "
-                     f"frames[{frames_spec}]")
+                     f"frames[{frames_spec}]" + (f" {GATE_SPEC}" if changed_only else ""))
+        self.changed_only = changed_only
         self.threads = threads
         self._threads: ThreadPoolExecutor | None = None
         self._templates: dict[str, Template | None] = {}
@@ -161,10 +182,14 @@ class InstanceMatcher:
         self._grey_bytes, self._grey_limit = 0, grey_cache_mb * 2**20
         self._scans: dict[tuple[str, str], SceneScan] = {}
         self._new: list[tuple[str, str]] = []
+        #: Scans made in company and not asked for yet: not :meth:`new_scans` until they are.
+        self._pending: dict[tuple[str, str], SceneScan] = {}
         self.cost = InstanceCost()
 
     def close(self) -> None:
-        """Release what the frame sources hold open (see ``on_close``), and the threads."""
+        """Release what the frame sources hold open (see ``on_close``), and the threads;
+        drop the scans made in company and never asked for (:meth:`unasked`)."""
+        self.unasked()
         if self._on_close is not None:
             self._on_close()
         if self._threads is not None:
@@ -204,10 +229,18 @@ class InstanceMatcher:
         self._new.clear()
         return out
 
-    def seen(self, scene: Scene, track: ObjectTrack, *, target_scene: Scene) -> Sighting | None:
+    def seen(self, scene: Scene, track: ObjectTrack, *, target_scene: Scene,
+             company: Iterable[tuple[ObjectTrack, Scene]] = ()) -> Sighting | None:
         """The best match of ``track`` (an object of ``target_scene``) in ``scene`` at or
         above ``min_score``, as a sighting of its label; None when there is none or the
         template is unusable.
+
+        ``company``: other (track, its scene) pairs likely to be asked about ``scene`` later.
+        When ``scene`` has to be searched for ``track``, it is searched for those too in the
+        same pass (each frame's pyramid is built once for every template: most of a frame's
+        cost), and their scans are kept aside until they are asked for: only then do they
+        count as made (:meth:`new_scans`), so what is stored is what asking one pair at a
+        time would have stored, and the scans are the same.
 
         Raises:
             ValueError: ``scene`` is the target's own scene.
@@ -217,15 +250,48 @@ class InstanceMatcher:
             raise ValueError(f"instance check of {track.object_id} asked about its own scene "
                              f"{scene.scene_id}")
         key = self.key_for(track)
-        scan = self._scans.get((key, scene.scene_id))
+        pair = (key, scene.scene_id)
+        scan = self._scans.get(pair)
         if scan is not None:
             self.cost.reused += 1
         else:
-            template = self._template(track, target_scene)
-            if template is None:
-                return None
-            scan = self._scan(scene, track, key, template)
+            scan = self._pending.pop(pair, None)
+            if scan is None:
+                template = self._template(track, target_scene)
+                if template is None:
+                    return None
+                jobs = [(key, track, template), *self._company(scene, key, company)]
+                made = self._scan(scene, jobs)
+                scan = made[0]
+                self._pending.update(((other.probe_key, scene.scene_id), other)
+                                     for other in made[1:])
+            self._scans[pair] = scan
+            self._new.append(pair)
         return scan.sightings[0] if scan.sightings else None
+
+    def _company(self, scene: Scene, key: str, company: Iterable[tuple[ObjectTrack, Scene]]
+                 ) -> list[tuple[str, ObjectTrack, Template]]:
+        """The (key, track, template) of the ``company`` pairs not matched in ``scene`` yet
+        (its own scene, an unusable template and ``key`` itself left out)."""
+        jobs: dict[str, tuple[str, ObjectTrack, Template]] = {}
+        for other, other_scene in company:
+            other_key = self.key_for(other)
+            pair = (other_key, scene.scene_id)
+            if (other.scene_id == scene.scene_id or other_key == key or other_key in jobs
+                    or pair in self._scans or pair in self._pending):
+                continue
+            template = self._template(other, other_scene)
+            if template is not None:
+                jobs[other_key] = (other_key, other, template)
+        return list(jobs.values())
+
+    def unasked(self) -> int:
+        """Drop the scans made in company that were never asked for (they are not stored:
+        asking one pair at a time would not have made them); returns how many."""
+        dropped = len(self._pending)
+        self.cost.unasked += dropped
+        self._pending.clear()
+        return dropped
 
     def best_in(self, image: np.ndarray, track: ObjectTrack, *, target_scene: Scene
                 ) -> tuple[float, Box] | None:
@@ -270,12 +336,17 @@ class InstanceMatcher:
         self._templates[track.object_id] = template
         return template
 
-    def _scan(self, scene: Scene, track: ObjectTrack, key: str, template: Template
-              ) -> SceneScan:
+    def _scan(self, scene: Scene, jobs: Sequence[tuple[str, ObjectTrack, Template]]
+              ) -> list[SceneScan]:
+        """Search ``scene`` for every (key, track, template) of ``jobs`` in one pass over its
+        frames; their scans, in the order of ``jobs``."""
         started = time.perf_counter()
         greys = self._grey_frames(scene)
+        regions = self._regions(greys)
         colours: dict[float, np.ndarray] = {}
         decoding = threading.Lock()
+        cols = self.template_px
+        min_rows = min(template.grey[0].shape[0] for _, _, template in jobs)
 
         def colour_at(t_s: float) -> np.ndarray:
             with decoding:  # decoded again only when a window is to be confirmed in colour
@@ -283,30 +354,50 @@ class InstanceMatcher:
                     colours.update((f.t_s, f.image) for f in self._frames(scene))
                 return colours[t_s]
 
-        def search(item: tuple[float, np.ndarray]) -> tuple[float, tuple[float, Box] | None]:
-            t_s, grey = item
-            return t_s, best_match(grey.astype(np.float32), functools.partial(colour_at, t_s),
-                                   template, self._search)
+        def search(item: tuple[float, np.ndarray, Region | None]
+                   ) -> tuple[float, list[tuple[float, Box] | None]]:
+            t_s, grey, region = item
+            # One pyramid a frame for every template (they all are ``template_px`` wide).
+            pyramid = FramePyramid(grey.astype(np.float32), functools.partial(colour_at, t_s),
+                                   self._search,
+                                   cols=cols, min_rows=min_rows, region=region)
+            return t_s, [match(pyramid, template) for _, _, template in jobs]
 
+        todo = [(t_s, grey, region) for (t_s, grey), (changed, region)
+                in zip(greys, regions, strict=True) if changed]
         # The frames are searched on ``threads`` threads (OpenCV releases the GIL), and taken
         # in time order, so the best is the one a serial search keeps.
-        found_all = (list(self._pool().map(search, greys)) if self.threads > 1 and len(greys) > 1
-                     else [search(item) for item in greys])
-        best: tuple[float, float, Box] | None = None
-        for t_s, found in found_all:
-            if found is not None and (best is None or found[0] > best[0]):
-                best = (found[0], t_s, found[1])
-        sightings: tuple[Sighting, ...] = ()
-        if best is not None and best[0] >= self.min_score:
-            sightings = (Sighting(scene.scene_id, normalize(track.tag), min(best[0], 1.0),
-                                  best[1], best[2]),)
-        scan = SceneScan(scene.scene_id, key, len(greys), sightings)
-        self._scans[(key, scene.scene_id)] = scan
-        self._new.append((key, scene.scene_id))
-        self.cost.pairs += 1
-        self.cost.frames += len(greys)
+        found_all = (list(self._pool().map(search, todo)) if self.threads > 1 and len(todo) > 1
+                     else [search(item) for item in todo])
+        scans = []
+        for index, (key, track, _) in enumerate(jobs):
+            best: tuple[float, float, Box] | None = None
+            for t_s, found_at in found_all:
+                found = found_at[index]
+                if found is not None and (best is None or found[0] > best[0]):
+                    best = (found[0], t_s, found[1])
+            sightings: tuple[Sighting, ...] = ()
+            if best is not None and best[0] >= self.min_score:
+                sightings = (Sighting(scene.scene_id, normalize(track.tag), min(best[0], 1.0),
+                                      best[1], best[2]),)
+            scans.append(SceneScan(scene.scene_id, key, len(greys), sightings))
+        self.cost.pairs += len(jobs)
+        self.cost.frames += len(todo) * len(jobs)
         self.cost.seconds += time.perf_counter() - started
-        return scan
+        return scans
+
+    def _regions(self, greys: Sequence[tuple[float, np.ndarray]]
+                 ) -> list[tuple[bool, Region | None]]:
+        """For each grey frame of a scene: whether to search it, and where (None: whole)."""
+        if not self.changed_only:
+            return [(True, None)] * len(greys)
+        gate = ChangeGate()
+        out: list[tuple[bool, Region | None]] = []
+        for _, grey in greys:
+            region = gate.region_of(grey.astype(np.float32))
+            whole = region is not None and region == (0, 0, grey.shape[1], grey.shape[0])
+            out.append((region is not None, None if whole else region))
+        return out
 
     def _grey_frames(self, scene: Scene) -> tuple[tuple[float, np.ndarray], ...]:
         """``scene``'s frames as (time, grey uint8), decoded once while they fit in
