@@ -154,7 +154,7 @@ class NemoParams(_Section):
     ``input_scale``), optionally cut into ``check_cols`` x ``check_rows`` tiles overlapping by
     ``check_overlap``; a scene where the label is seen is passed over (the representation pass
     misses small and brief objects; a negative showing one makes the answer wrong). With
-    ``check_changed_only`` the detector sees only what changed since the scene's earlier frames
+    ``check_changed_only`` both checks look only at what changed since the scene's earlier frames
     (:mod:`needleforge.nemo.checks.change_gate`). The defaults (a frame a second at 2x) are what
     ``benchmarks/validity.py`` measures as valid. ``check_instances`` also searches each such
     negative for the target object's own pixels (:mod:`needleforge.nemo.checks.instance`; a

@@ -167,7 +167,7 @@ def scan_jobs(*, db: Path, params: Params) -> list[ScanJob]:
 
 
 def record_scans(*, db: Path, scans: Sequence[SceneScan]) -> int:
-    """Store scans made by :func:`~needleforge.nemo.checks.negative_scan.scan_scenes`
+    """Store scans made by :func:`~needleforge.nemo.checks.build.scan_scenes`
     (one transaction).
 
     Raises:

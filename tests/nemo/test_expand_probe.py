@@ -7,7 +7,7 @@ so with a probe those scenes are passed over, as stage 2 does for short montages
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Iterable
 
 import expand_cases as ec
 import pytest
@@ -15,8 +15,13 @@ import pytest
 from needleforge.config import BucketCaps, CellCaps, ExpandParams
 from needleforge.nemo.checks.negative_scan import Refusal, Sighting
 from needleforge.nemo.expand import ExpansionResult
+from needleforge.nemo.grow import Lane, PlanContext
+from needleforge.nemo.lanes import fill_lane, lanes_for, likely_groups
+from needleforge.nemo.pool import ScenePool, TermIndex
+from needleforge.nemo.sources import Source, find_sources
+from needleforge.nemo.tables import index_tables
 from needleforge.nemo.targets import Target
-from needleforge.records import Box, Scene
+from needleforge.records import Box, NeedleType, Scene
 
 CAP = CellCaps(object=3, scene=3)
 PARAMS = ExpandParams(short_multi=CellCaps(object=0, scene=0),
@@ -86,3 +91,122 @@ def test_a_probe_that_sees_nothing_changes_no_plan_and_is_asked_only_object_labe
     assert checked.questions == unchecked.questions
     assert probe.asked
     assert {label for _, label in probe.asked} <= {t.tag for t in data.objects}
+
+
+class _Expecting(_SeesEverything):
+    """:class:`_SeesEverything` that is told which object targets will ask about which
+    scenes (what a :class:`TiledProbe` batches its instance check by), and records every ask
+    it was not told of."""
+
+    def __init__(self, scene_ids: set[str]) -> None:
+        super().__init__(scene_ids)
+        self.expected: set[tuple[str, str]] = set()
+        self.told = 0
+        self.surprises: list[tuple[str, str]] = []
+
+    def expect(self, target: Target, scenes: Iterable[Scene]) -> int:
+        assert target.target_object is not None
+        pairs = {(s.scene_id, target.target_object.object_id) for s in scenes}
+        self.expected |= pairs
+        self.told += len(pairs)
+        return len(pairs)
+
+    def evidence(self, scene: Scene, target: Target, *,
+                 named: Collection[str] = ()) -> Refusal | None:
+        assert target.target_object is not None
+        pair = (scene.scene_id, target.target_object.object_id)
+        if pair not in self.expected:
+            self.surprises.append(pair)
+        return super().evidence(scene, target, named=named)
+
+
+@pytest.mark.parametrize("refused_share", [0, 2, 3])
+def test_the_probe_is_told_every_target_and_scene_before_it_is_asked(
+    stage: tuple[ec.Corpus, ec.Short, ExpansionResult], refused_share: int,
+) -> None:
+    """Every (scene, object target) pair expand asks about was announced first (the likely
+    groups of every lane before any is planned; any other group, or half of a group that
+    fell short, just before it is planned); being told changes no plan."""
+    data, short, unchecked = stage
+    taken = sorted(_object_negatives(unchecked))
+    seen_in = set(taken[::refused_share]) if refused_share else set()
+    told = _Expecting(seen_in)
+    plain = _SeesEverything(seen_in)
+    checked = ec.expand(**data.kwargs(), **short.kwargs(), params=PARAMS,
+                        nemo=ec.NemoParams(), probe=told)
+    again = ec.expand(**data.kwargs(), **short.kwargs(), params=PARAMS,
+                      nemo=ec.NemoParams(), probe=plain)
+    assert told.asked and told.surprises == []
+    assert told.asked == plain.asked
+    assert checked.montages == again.montages and checked.questions == again.questions
+    if refused_share:
+        assert checked.shortfalls  # groups fell short, so later ones were planned too
+
+
+def test_likely_groups_are_the_groups_planned_when_every_one_is_made(
+    stage: tuple[ec.Corpus, ec.Short, ExpansionResult],
+) -> None:
+    """The forecast of a lane is exactly the groups the lane plans when each one is made;
+    a group that is not viable is halved as the planner halves a failed group."""
+    data, short, _ = stage
+    tables = index_tables(data.scenes, tags=data.tags, objects=data.objects)
+    sources = find_sources(tables, montages=short.montages, questions=short.questions,
+                              verifications=short.verifications, nemo=ec.NemoParams())
+    watched = set().union(*(s.excluded | s.claims for s in sources))
+    ctx = PlanContext(pool=ScenePool(tables, videos=data.videos),
+                      index=TermIndex(tables, watched=watched), seed=0, min_negative_s=2.0,
+                      min_piece_s=1.0, max_pieces=None)
+    for lane in lanes_for(PARAMS)[1:]:
+        caps = CAP
+        planned: list[list[str]] = []
+
+        def plan(group: list[Source], ln: Lane, planned: list[list[str]] = planned
+                 ) -> list[tuple[NeedleType, bool]]:
+            planned.append([s.key for s in group])
+            return [(s.needle_type, True) for s in group]
+
+        fill_lane(sources, lane, caps=caps, ctx=ctx, params=PARAMS, plan=plan)
+        likely = likely_groups(sources, lane, caps=caps, ctx=ctx, params=PARAMS,
+                               viable=lambda group: True)
+        assert [[s.key for s in g] for g in likely] == planned and planned
+        singles = likely_groups(sources, lane, caps=caps, ctx=ctx, params=PARAMS,
+                                viable=lambda group: len(group) == 1)
+        assert all(len(g) == 1 for g in singles)
+        assert sum(s.needle_type == "object" for g in singles for s in g) <= caps.object
+
+
+class _KnowsLabels(_Expecting):
+    """:class:`_Expecting` whose label scans of every scene are made already, so it can say
+    what they refuse without being asked (:class:`KnowsLabels`)."""
+
+    def label_refusal(self, scene: Scene, target: Target) -> Refusal | None:
+        if scene.scene_id not in self.scene_ids:
+            return None
+        assert target.target_object is not None
+        return Refusal("label", Sighting(scene.scene_id, target.target_object.tag, 0.9,
+                                         scene.start_s, Box(0.1, 0.1, 0.1, 0.1)))
+
+
+def test_a_group_its_label_scans_leave_too_short_is_refused_before_any_check() -> None:
+    """When the candidates the stored label scans leave cannot make a long montage, the group
+    fails before the probe is asked about a single scene: the same plans and the same
+    shortfalls (their reasons give the bound), far fewer checks."""
+    data = ec.corpus({"p1": 2}, scenes=30)
+    short = ec.short_stage(data)
+    long_only = ExpandParams(short_multi=CellCaps(object=0, scene=0),
+                             medium=BucketCaps(single=CellCaps(object=0, scene=0),
+                                               multi=CellCaps(object=0, scene=0)),
+                             long=BucketCaps(single=CAP, multi=CAP))
+    seen_in = {s.scene_id for s in data.scenes[::4]}  # a quarter of every program refused
+    asks_all = _Expecting(seen_in)
+    bounded = _KnowsLabels(seen_in)
+    results = [ec.expand(**data.kwargs(), **short.kwargs(), params=long_only,
+                         nemo=ec.NemoParams(), probe=probe) for probe in (asks_all, bounded)]
+    assert results[0].montages == results[1].montages
+    assert results[0].questions == results[1].questions
+    failed = [{s.question_ids for s in r.shortfalls} for r in results]
+    assert failed[0] == failed[1] and failed[0]  # some long groups fall short
+    bound = [s.reason for s in results[1].shortfalls if "give at most" in s.reason]
+    assert bound, "no group was refused on its label scans alone"
+    assert len(bounded.asked) < len(asks_all.asked)
+    assert bounded.surprises == asks_all.surprises == []

@@ -29,6 +29,14 @@ question with a new id (:func:`plan.question_id_for`) whose answer is that targe
 program) is skipped with a :class:`Shortfall` naming the questions and the figures, and
 :class:`CellCount` reports per row and needle type how many questions were wanted, could
 have been sourced and were made. Nothing is ever forced into a montage outside its bucket.
+
+**The negative check, ahead.** A long montage of a short program tries nearly every scene of
+it as a negative, and each try of an object target costs an instance check. Before any lane
+is planned, a probe that takes it is told which targets the likely groups of every lane will
+ask about which scenes (:func:`~needleforge.nemo.lanes.likely_groups`), so a scene is searched
+for all of them in one pass; a group the stored label scans already leave too short is
+refused before anything is checked (:func:`~needleforge.nemo.grow.fill_bound`). Neither
+changes a plan.
 Every group draws from its own ``random.Random`` seeded by the seed, lane and source ids:
 the same inputs and seed give identical plans.
 """
@@ -36,12 +44,26 @@ the same inputs and seed give identical plans.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable
+import functools
+from collections.abc import Iterable, Sequence
 
 from needleforge.config import CellCaps, ExpandParams, NemoParams
-from needleforge.nemo.checks.negative_scan import NegativeProbe, ProbeCost
-from needleforge.nemo.grow import GroupSkip, Lane, Needles, PlanContext, plan_group
-from needleforge.nemo.lanes import fill_lane, lanes_for
+from needleforge.nemo.checks.negative_scan import (
+    ExpectsTargets,
+    NegativeProbe,
+    ProbeCost,
+    TiledProbe,
+)
+from needleforge.nemo.grow import (
+    GroupSkip,
+    Lane,
+    Needles,
+    PlanContext,
+    candidate_negatives,
+    fill_bound,
+    plan_group,
+)
+from needleforge.nemo.lanes import GroupsExpected, fill_lane, lanes_for, likely_groups
 from needleforge.nemo.plan import question_id_for
 from needleforge.nemo.pool import ScenePool, TermIndex
 from needleforge.nemo.recheck import recheck
@@ -115,20 +137,23 @@ class _Output:
 
 
 def _record(
-    group: list[Source], lane: Lane, *, ctx: PlanContext, out: _Output
+    group: list[Source], lane: Lane, *, ctx: PlanContext, out: _Output,
+    expect: GroupsExpected | None = None,
 ) -> list[tuple[NeedleType, bool]]:
     """Plan ``group``; record its records or its shortfall. Returns (type, passed) made.
 
     A group of several targets that cannot be planned (their excluded terms together leave
-    too few negatives) is halved and each half tried on its own; a single target that still
-    cannot be planned is recorded as a shortfall.
+    too few negatives) is halved and each half tried on its own (``expect`` is told of both
+    halves first); a single target that still cannot be planned is recorded as a shortfall.
     """
     plan = plan_group(group, lane, ctx=ctx)
     if isinstance(plan, GroupSkip):
         if len(group) > 1:
             half = (len(group) + 1) // 2
-            return (_record(group[:half], lane, ctx=ctx, out=out)
-                    + _record(group[half:], lane, ctx=ctx, out=out))
+            if expect is not None:
+                expect([group[:half], group[half:]], lane)
+            return (_record(group[:half], lane, ctx=ctx, out=out, expect=expect)
+                    + _record(group[half:], lane, ctx=ctx, out=out, expect=expect))
         out.shortfalls.append(Shortfall(lane.bucket, lane.needles,
                                         tuple(s.key for s in group), plan.reason))
         return []
@@ -153,6 +178,37 @@ def _caps(params: ExpandParams, lane: Lane) -> CellCaps:
     return bucket.single if lane.needles == "single" else bucket.multi
 
 
+def _viable(group: list[Source], *, lane: Lane, ctx: PlanContext) -> bool:
+    """Whether ``group`` may make a montage of ``lane`` as far as the probe's stored label
+    scans tell (:func:`~needleforge.nemo.grow.fill_bound`: not too short)."""
+    if lane.bucket == "short":
+        return True
+    bound = fill_bound(group, lane, base_s=sum(s.duration_s for s in group), ctx=ctx)
+    return bound is None or bound[2] >= lane.min_s - 1e-9
+
+
+def _expecter(probe: object, ctx: PlanContext) -> GroupsExpected | None:
+    """Tells a probe that takes it (:class:`ExpectsTargets`: a :class:`TiledProbe` with the
+    instance check) which object targets will ask about which scenes, so that each scene is
+    searched for all of them in one pass (the same scans, cheaper); None for any other
+    probe. A group too short to plan whatever is checked (:func:`fill_bound`) asks
+    nothing, so it is not told."""
+    if not isinstance(probe, ExpectsTargets) or (isinstance(probe, TiledProbe)
+                                                 and probe.instances is None):
+        return None
+
+    def expect(groups: Sequence[list[Source]], lane: Lane) -> None:
+        for group in groups:
+            objects = [s.target for s in group if s.target.target_object is not None]
+            if not objects or not _viable(group, lane=lane, ctx=ctx):
+                continue
+            scenes = candidate_negatives(group, lane, ctx=ctx)
+            for target in objects:
+                probe.expect(target, scenes)
+
+    return expect
+
+
 def expand(
     *,
     videos: Iterable[Video],
@@ -171,7 +227,7 @@ def expand(
     ``nemo`` gives the negative rule of stage 2 (``scene_top_tags``, ``min_negative_s``),
     so expanded negatives are chosen exactly like short ones. Scenes of videos not among
     ``videos`` are ignored, and so are questions about them. ``probe`` (stage 2's negative
-    check, :func:`~needleforge.nemo.checks.negative_scan.build_probe`) refuses any negative in which
+    check, :func:`~needleforge.nemo.checks.build.build_probe`) refuses any negative in which
     an object target's label is seen, as stage 2 does for short montages. Raises:
         NemoError: a tag or object of an unknown scene, or a scene listed twice.
     """
@@ -187,10 +243,18 @@ def expand(
                       max_pieces=params.max_pieces, probe=probe)
     out = _Output()
     cells: list[CellCount] = []
+    expect = _expecter(probe, ctx)
+    if expect is not None:  # the groups of every lane that are likely to ask, first
+        for lane in lanes_for(params):
+            expect(likely_groups(sources, lane, caps=_caps(params, lane), ctx=ctx,
+                                 params=params, viable=functools.partial(_viable, lane=lane,
+                                                                         ctx=ctx)), lane)
     for lane in lanes_for(params):
         caps = _caps(params, lane)
         counts = fill_lane(sources, lane, caps=caps, ctx=ctx, params=params,
-                           plan=lambda group, ln: _record(group, ln, ctx=ctx, out=out))
+                           plan=lambda group, ln: _record(group, ln, ctx=ctx, out=out,
+                                                          expect=expect),
+                           expect=expect)
         for needle_type in ("object", "scene"):
             eligible, made, passed = counts[needle_type]
             cells.append(CellCount(lane.bucket, lane.needles, needle_type,

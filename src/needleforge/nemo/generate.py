@@ -191,7 +191,7 @@ def generate(
     """Targets → short montage plans → written needles → verdicts, for the given videos.
 
     Scenes of videos not in ``videos`` are ignored. ``probe`` (see
-    :func:`~needleforge.nemo.checks.negative_scan.build_probe`) checks object targets' negatives.
+    :func:`~needleforge.nemo.checks.build.build_probe`) checks object targets' negatives.
     ``workers`` threads (default :func:`~needleforge.nemo.ahead.default_workers`) scan and
     look ahead (module docstring); 0 does everything in order on this thread. Either way
     the result is the same.

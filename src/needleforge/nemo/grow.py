@@ -35,7 +35,7 @@ import random
 from collections.abc import Iterator, Sequence
 from typing import Literal, TypeAlias
 
-from needleforge.nemo.checks.negative_scan import NegativeProbe
+from needleforge.nemo.checks.negative_scan import KnowsLabels, NegativeProbe
 from needleforge.nemo.multi import Span, draw_piece_count, interleave, split_span
 from needleforge.nemo.pool import ScenePool, TermIndex, lazy_shuffle
 from needleforge.nemo.sources import Source
@@ -168,6 +168,28 @@ def _candidates(
     return itertools.chain(own, same_video, lazy_shuffle(pool.program_scenes(program), rng=rng))
 
 
+def candidate_negatives(sources: Sequence[Source], lane: Lane, *, ctx: PlanContext
+                        ) -> list[Scene]:
+    """Every scene :func:`plan_group` may ask the negative check about for ``sources`` in
+    ``lane`` (in no useful order): the candidates it would try, less the targets' scenes,
+    those too short and those the group's terms block. None in a short lane (its negatives
+    are the short montage's, checked in stage 2)."""
+    if lane.bucket == "short":
+        return []
+    excluded = frozenset().union(*(s.excluded for s in sources))
+    claims = [s.claims for s in sources if s.claims]
+    ctx.index.require_watched(excluded.union(*claims))
+    used = {s.scene.scene_id for s in sources}
+    found: dict[str, Scene] = {}
+    for scene in _candidates(sources, lane, pool=ctx.pool, rng=random.Random(0)):
+        if (scene.scene_id not in used and scene.scene_id not in found
+                and scene.duration_s + _EPS >= ctx.min_negative_s
+                and not blocked(scene.scene_id, excluded=excluded, claims=claims,
+                                index=ctx.index)):
+            found[scene.scene_id] = scene
+    return list(found.values())
+
+
 def _fill(
     sources: Sequence[Source], lane: Lane, *, base_s: float, needed: int, ctx: PlanContext,
     rng: random.Random,
@@ -205,8 +227,10 @@ def _fill(
 
 def _shortfall(
     sources: Sequence[Source], lane: Lane, *, total_s: float, count: int, needed: int,
-    eligible: int, pool: ScenePool,
+    eligible: int, pool: ScenePool, bound: bool = False,
 ) -> GroupSkip:
+    """Why a group's montage is too short; ``bound``: ``count`` and ``total_s`` are the most
+    the candidates left by the stored label scans could give (:func:`_hopeless`)."""
     video = sources[0].scene.video_id
     program = pool.program_of[video]
     n_videos = len(pool.videos_of[program])
@@ -218,7 +242,8 @@ def _shortfall(
     return GroupSkip(
         f"too few negatives for a {lane.bucket} montage of {len(sources)} target"
         f"{'s' if len(sources) != 1 else ''}: {eligible} eligible scenes in {scope} give "
-        f"{count} that fit, {total_s:.2f} s; need {lane.min_s}–{lane.max_s} s{apart}{single}"
+        f"{'at most ' if bound else ''}{count} that fit, {total_s:.2f} s; "
+        f"need {lane.min_s}–{lane.max_s} s{apart}{single}"
     )
 
 
@@ -253,13 +278,57 @@ def _layout(
     if isinstance(pieces, GroupSkip):
         return pieces
     needed = len(pieces) - 1
-    chosen, total_s, eligible = _fill(sources, lane, base_s=sum(s.duration_s for s in sources),
-                                      needed=needed, ctx=ctx, rng=rng)
+    base_s = sum(s.duration_s for s in sources)
+    hopeless = _hopeless(sources, lane, base_s=base_s, needed=needed, ctx=ctx)
+    if hopeless is not None:
+        return hopeless
+    chosen, total_s, eligible = _fill(sources, lane, base_s=base_s, needed=needed, ctx=ctx,
+                                      rng=rng)
     in_range = lane.min_s - _EPS <= total_s <= lane.max_s + _EPS
     if not in_range or bucket_for(total_s) != lane.bucket or len(chosen) < needed:
         return _shortfall(sources, lane, total_s=total_s, count=len(chosen), needed=needed,
                           eligible=eligible, pool=ctx.pool)
     return chosen, pieces
+
+
+def _hopeless(sources: Sequence[Source], lane: Lane, *, base_s: float, needed: int,
+              ctx: PlanContext) -> GroupSkip | None:
+    """The shortfall of a group that cannot be planned whatever the negative check finds
+    beyond what its label scans already show (:func:`fill_bound`), or None."""
+    bound = fill_bound(sources, lane, base_s=base_s, ctx=ctx)
+    if bound is None:
+        return None
+    eligible, fits, most_s = bound
+    if most_s >= lane.min_s - _EPS and fits >= needed:
+        return None
+    return _shortfall(sources, lane, total_s=most_s, count=fits, needed=needed,
+                      eligible=eligible, pool=ctx.pool, bound=True)
+
+
+def fill_bound(sources: Sequence[Source], lane: Lane, *, base_s: float, ctx: PlanContext
+               ) -> tuple[int, int, float] | None:
+    """The most negatives, and the longest montage, that :func:`_fill` could give
+    ``sources`` in ``lane`` given what the probe's label scans already show: (eligible
+    candidates, candidates that fit and are not refused, ``base_s`` plus their seconds).
+    None when nothing is to be gained (no object target, or a probe that cannot tell
+    without looking: :class:`~needleforge.nemo.checks.negative_scan.KnowsLabels`).
+
+    Why: a group fails only after :func:`_fill` has tried every candidate, and each try of
+    an object group costs an instance check (a long montage of a 20-minute program tries
+    every scene of it). If the candidates the stored label scans leave, all taken, still
+    make the montage too short or leave too few negatives, :func:`_fill` would fail too: the
+    check can only refuse more. Such a group is refused before anything is looked at, so
+    plans are unchanged; the reason gives the bound ("at most").
+    """
+    probe: object = ctx.probe  # (mypy narrows one protocol to another only from object)
+    objects = [s.target for s in sources if s.target.target_object is not None]
+    if not objects or not isinstance(probe, KnowsLabels):
+        return None
+    candidates = candidate_negatives(sources, lane, ctx=ctx)
+    fits = [scene for scene in candidates
+            if base_s + scene.duration_s <= lane.max_s + _EPS
+            and not any(probe.label_refusal(scene, t) for t in objects)]
+    return len(candidates), len(fits), base_s + sum(scene.duration_s for scene in fits)
 
 
 def plan_group(

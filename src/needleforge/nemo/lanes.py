@@ -26,6 +26,8 @@ from needleforge.records.questions import SHORT_MAX_S
 #: Plans a group in a lane; returns (needle type, verdict passed) of every question made
 #: (empty when the group was skipped).
 GroupPlanner = Callable[[list[Source], Lane], list[tuple[NeedleType, bool]]]
+#: Told which groups a lane is about to plan (their members within the caps).
+GroupsExpected = Callable[[Sequence[list[Source]], Lane], None]
 _TYPES: tuple[NeedleType, ...] = ("object", "scene")
 _EPS = 1e-9
 
@@ -78,30 +80,86 @@ def group_sources(
 
 def fill_lane(
     sources: Sequence[Source], lane: Lane, *, caps: CellCaps, ctx: PlanContext,
-    params: ExpandParams, plan: GroupPlanner,
+    params: ExpandParams, plan: GroupPlanner, expect: GroupsExpected | None = None,
 ) -> dict[NeedleType, tuple[int, int, int]]:
-    """Plan the lane's groups up to the caps; per needle type (eligible, made, passed)."""
+    """Plan the lane's groups up to the caps; per needle type (eligible, made, passed).
+
+    ``expect`` is told of each group just before it is planned (a negative check told ahead
+    of the groups it will be asked for can batch its work: :func:`likely_groups`).
+    """
     pool = eligible_sources(sources, lane, caps=caps, params=params)
-    order = list(pool)
-    random.Random(f"nemo-expand-order:{params.seed}:{lane.bucket}:{lane.needles}").shuffle(order)
     made = dict.fromkeys(_TYPES, 0)
     passed = dict.fromkeys(_TYPES, 0)
-    for group in group_sources(order, lane, ctx=ctx):
-        # Places left per type before this group (None = no cap).
-        room: dict[NeedleType, int | None] = {
-            t: None if getattr(caps, t) < 0 else getattr(caps, t) - made[t] for t in _TYPES}
-        kept: list[Source] = []
-        for source in group:
-            left = room[source.needle_type]
-            if left is None or left > 0:
-                kept.append(source)
-                room[source.needle_type] = None if left is None else left - 1
+    for group in _groups(pool, lane, ctx=ctx, params=params):
+        kept = _kept(group, caps, made)
         if not kept:
             continue
+        if expect is not None:
+            expect([kept], lane)
         for needle_type, ok in plan(kept, lane):
             made[needle_type] += 1
             passed[needle_type] += int(ok)
-        if all(getattr(caps, t) >= 0 and made[t] >= getattr(caps, t) for t in _TYPES):
+        if _full(caps, made):
             break
     eligible = {t: sum(1 for s in pool if s.needle_type == t) for t in _TYPES}
     return {t: (eligible[t], made[t], passed[t]) for t in _TYPES}
+
+
+def likely_groups(sources: Sequence[Source], lane: Lane, *, caps: CellCaps, ctx: PlanContext,
+                  params: ExpandParams, viable: Callable[[list[Source]], bool]
+                  ) -> list[list[Source]]:
+    """The groups :func:`fill_lane` is likely to plan in ``lane`` (members within the caps),
+    in the order planned: those up to the caps if every ``viable`` group is made, a group
+    that is not viable being halved as the planner halves a group that fails
+    (:func:`~needleforge.nemo.expand.expand`). A forecast, for batching work ahead."""
+    groups = _groups(eligible_sources(sources, lane, caps=caps, params=params), lane, ctx=ctx,
+                     params=params)
+    made = dict.fromkeys(_TYPES, 0)
+    likely: list[list[Source]] = []
+    for group in groups:
+        kept = _kept(group, caps, made)
+        if not kept:
+            continue
+        for part in _viable_parts(kept, viable):
+            likely.append(part)
+            for source in part:
+                made[source.needle_type] += 1
+        if _full(caps, made):
+            break
+    return likely
+
+
+def _viable_parts(group: list[Source], viable: Callable[[list[Source]], bool]
+                  ) -> list[list[Source]]:
+    if viable(group):
+        return [group]
+    if len(group) == 1:
+        return []
+    half = (len(group) + 1) // 2
+    return _viable_parts(group[:half], viable) + _viable_parts(group[half:], viable)
+
+
+def _groups(pool: Sequence[Source], lane: Lane, *, ctx: PlanContext, params: ExpandParams
+            ) -> list[list[Source]]:
+    """The lane's groups of eligible sources, in a seeded order, as they are planned."""
+    order = list(pool)
+    random.Random(f"nemo-expand-order:{params.seed}:{lane.bucket}:{lane.needles}").shuffle(order)
+    return group_sources(order, lane, ctx=ctx)
+
+
+def _kept(group: list[Source], caps: CellCaps, made: dict[NeedleType, int]) -> list[Source]:
+    """The members of ``group`` whose type's cap still has room, given ``made``."""
+    # Places left per type before this group (None = no cap).
+    room: dict[NeedleType, int | None] = {
+        t: None if getattr(caps, t) < 0 else getattr(caps, t) - made[t] for t in _TYPES}
+    kept: list[Source] = []
+    for source in group:
+        left = room[source.needle_type]
+        if left is None or left > 0:
+            kept.append(source)
+            room[source.needle_type] = None if left is None else left - 1
+    return kept
+
+
+def _full(caps: CellCaps, made: dict[NeedleType, int]) -> bool:
+    return all(getattr(caps, t) >= 0 and made[t] >= getattr(caps, t) for t in _TYPES)

@@ -17,16 +17,18 @@ frame that changed since the scene's earlier frames goes to the detector,
 threshold (``min_score``), since a missed object costs a wrong answer while a false alarm
 only costs one negative. Detections of every label are computed once per scene and cached,
 so a scene serving as a negative of many montages is looked at once; the cost is paid only
-for scenes that object montages would actually take. :func:`build_probe` builds it from the
-``nemo`` params (``check_*``).
+for scenes that object montages would actually take.
+:func:`~needleforge.nemo.checks.build.build_probe` builds it from the ``nemo`` params
+(``check_*``).
 
 **Scans are kept.** What the probe saw in a scene (frames looked at, best sighting per label)
 is a :class:`SceneScan` under the probe's :attr:`~TiledProbe.key` (detector, version, input
 scale, frame spacing, grid, threshold). The pipeline stores scans in the ``negative_scans`` /
 ``negative_sightings`` tables and preloads them (:meth:`TiledProbe.preload`), so stage 3
 (expand), a rerun with another seed, or a resumed flow never looks at a scene twice, and the
-store shows why each negative was refused. :func:`scan_scenes` scans a video's scenes ahead
-of planning, one task per video (the generate flow fans it out on its runner).
+store shows why each negative was refused. :func:`~needleforge.nemo.checks.build.scan_scenes`
+scans a video's scenes ahead of planning, one task per video (the generate flow fans it out
+on its runner).
 :meth:`TiledProbe.look_ahead` does the same inside one process (stage 2 from the CLI): the
 scans run on worker threads, each with a probe of its own, and :meth:`TiledProbe.scan` takes
 them in the order planning asks, so the scans kept are those a serial run would have made.
@@ -35,13 +37,17 @@ them in the order planning asks, so the scans kept are those a serial run would 
 same probe: where the label is not seen, :meth:`TiledProbe.evidence` also searches the scene
 for the target object's own pixels, which finds the small same-object appearances the
 detector misses. Its scans (one per target and scene) are stored in the same tables under
-their own keys; the scan-ahead does not make them, since they depend on the targets.
+their own keys; the scan-ahead does not make them, since they depend on the targets. A probe
+told which object targets will ask about which scenes (:meth:`TiledProbe.expect`, what
+expand does) searches a scene for all of them in one pass; and it can say what its label
+scans already refuse without looking (:meth:`TiledProbe.label_refusal`), so expand refuses a
+group that cannot be planned before checking anything (:func:`~needleforge.nemo.grow.
+fill_bound`).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import json
 import operator
 import time
 from collections.abc import Callable, Collection, Iterable, Sequence
@@ -54,16 +60,14 @@ import numpy.typing as npt
 
 from needleforge.backends.base import Detector, Keyframe, RGBImage
 from needleforge.backends.embedded.confirm import NEGATIVE_POSE_MIN_KEYPOINTS, POSE_MIN_KEYPOINT
-from needleforge.backends.registry import Registry
-from needleforge.config import NemoParams
-from needleforge.nemo.ahead import WORKER_MODEL_THREADS, Workers
+from needleforge.nemo.ahead import Workers
 from needleforge.nemo.checks.change_gate import SPEC as GATE_SPEC
 from needleforge.nemo.checks.change_gate import ChangeGate
 from needleforge.nemo.checks.instance import InstanceCost, InstanceMatcher
 from needleforge.nemo.checks.tiles import Tile, detect_tiled, tile_grid
 from needleforge.nemo.targets import Target
-from needleforge.nemo.video_keyframes import VERIFY_PER_SCENE, VideoKeyframes
-from needleforge.records import Box, Scene, SceneScan, Sighting, Video
+from needleforge.nemo.video_keyframes import VideoKeyframes
+from needleforge.records import Box, ObjectTrack, Scene, SceneScan, Sighting
 from needleforge.records.phrases import holds, normalize
 
 FloatArray = npt.NDArray[np.float64]
@@ -108,6 +112,28 @@ class NegativeProbe(Protocol):
                  named: Collection[str] = ()) -> Refusal | None:
         """Why ``scene`` may not be a negative of ``target`` (the object's label, or one of
         the other ``named`` labels its question names, seen there), or None."""
+        ...
+
+
+@runtime_checkable
+class ExpectsTargets(Protocol):
+    """A probe that is told ahead which object targets will ask it about which scenes, so it
+    can do their work together (:meth:`TiledProbe.expect`)."""
+
+    def expect(self, target: Target, scenes: Iterable[Scene]) -> int:
+        """Note that ``target`` may ask about ``scenes``; returns how many were noted."""
+        ...
+
+
+@runtime_checkable
+class KnowsLabels(Protocol):
+    """A probe that can tell, without looking at anything, what its label scans made so far
+    refuse (:meth:`TiledProbe.label_refusal`): a bound on what :meth:`NegativeProbe.evidence`
+    would let through."""
+
+    def label_refusal(self, scene: Scene, target: Target) -> Refusal | None:
+        """The label check's refusal of ``scene`` for object target ``target`` if the scene
+        is scanned already; None otherwise."""
         ...
 
 
@@ -162,7 +188,8 @@ class TiledProbe:
             detector (e.g. :meth:`VideoKeyframes.extra_times`: the frames a verifier will be
             shown, looked at for people at 12 ms a frame instead of 0.4-0.8 s of detection).
         worker: makes a probe with the same :attr:`key` and models of its own, for
-            :meth:`look_ahead` (:func:`build_probe` gives one); None: no looking ahead.
+            :meth:`look_ahead` (:func:`~needleforge.nemo.checks.build.build_probe` gives one); None:
+            no looking ahead.
         gate: give the detector only the part of each frame that changed since the scene's
             earlier frames (:class:`~needleforge.nemo.checks.change_gate.ChangeGate`).
 
@@ -199,6 +226,8 @@ class TiledProbe:
         self._worker = worker
         self._ahead: dict[str, Future[_Look]] = {}
         self.instances = instances
+        #: Object targets that may be asked about each scene (:meth:`expect`), by scene id.
+        self._expected: dict[str, dict[str, Target]] = {}
         self.cost = ProbeCost(instances=instances.cost if instances is not None else None)
 
     def preload(self, scans: Iterable[SceneScan]) -> int:
@@ -247,10 +276,52 @@ class TiledProbe:
             if seen is not None:
                 return Refusal("label", seen)
         if track is not None and self.instances is not None:
-            itself = self.instances.seen(scene, track, target_scene=target.scene)
+            itself = self.instances.seen(scene, track, target_scene=target.scene,
+                                         company=self._company(scene, track))
             if itself is not None:
                 return Refusal("instance", itself)
         return None
+
+    def expect(self, target: Target, scenes: Iterable[Scene]) -> int:
+        """Say that object target ``target`` may be asked about ``scenes`` (its own scene is
+        left out); returns how many were noted (0 without the instance check, or for a scene
+        target).
+
+        Why: the instance check's cost is mostly building each frame's pyramid, the same for
+        every target. When a scene must be searched for one target, it is then searched for
+        every target expected there whose label the scene's scan did not see (those are
+        refused by the label check first) in the same pass; their scans wait until asked
+        (:meth:`InstanceMatcher.seen`), so the scans and what is stored do not change.
+        """
+        track = target.target_object
+        if self.instances is None or track is None:
+            return 0
+        noted = 0
+        for scene in scenes:
+            if scene.scene_id != track.scene_id:
+                self._expected.setdefault(scene.scene_id, {})[track.object_id] = target
+                noted += 1
+        return noted
+
+    def _company(self, scene: Scene, track: ObjectTrack) -> list[tuple[ObjectTrack, Scene]]:
+        """The other targets expected in ``scene`` whose label its scan did not see."""
+        expected = self._expected.get(scene.scene_id)
+        if not expected:
+            return []
+        return [(other, target.scene) for target in expected.values()
+                if (other := target.target_object) is not None
+                and other.object_id != track.object_id
+                and self.sighting(scene, other.tag) is None]
+
+    def label_refusal(self, scene: Scene, target: Target) -> Refusal | None:
+        """The label check's refusal of ``scene`` as a negative of object target ``target``
+        from scans made or preloaded already; None when the scene is not scanned yet (it is
+        not looked at here) or its scan does not show the label."""
+        track = target.target_object
+        if track is None or scene.scene_id not in self._scans:
+            return None
+        seen = self.sighting(scene, track.tag)
+        return None if seen is None else Refusal("label", seen)
 
     def sighting(self, scene: Scene, label: str) -> Sighting | None:
         """The best sighting of ``label`` (or of a label that holds it: ``tabby cat`` holds
@@ -390,106 +461,3 @@ class TiledProbe:
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
         self.close()
-
-
-def build_probe(
-    params: NemoParams, *, videos: Sequence[Video], registry: Registry
-) -> TiledProbe | None:
-    """The negative check ``params`` ask for (``check_*``), or None when it is off.
-
-    The detector is ``check_detector`` from ``registry`` with ``score_threshold =
-    check_min_score`` and, when its factory takes it, ``input_scale = check_input_scale``
-    (``check_detector_options`` override both); frames come from the videos' stored files, at
-    most ``check_every_s`` apart and at most ``check_max_side`` pixels on their longer side;
-    with ``check_pose``, the frames the verifier will be shown
-    (:data:`~needleforge.nemo.video_keyframes.VERIFY_PER_SCENE` a scene) get the pose check too.
-    With ``check_instances`` it also runs the instance check at ``check_instance_min_score``
-    on the same frames. Use it as a context manager, or call ``close()``. Its
-    :meth:`~TiledProbe.look_ahead` builds one more such probe (label check only) per worker.
-
-    Raises:
-        BackendError: an unknown detector, bad options, or a missing model file.
-    """
-    if not params.check_negatives:
-        return None
-    by_id = {v.video_id: v for v in videos}
-
-    def worker() -> TiledProbe:
-        # Label scans only (the instance check runs where the targets are).
-        return _build(params, by_id, registry, for_worker=True, instances=False)
-
-    return _build(params, by_id, registry, for_worker=False,
-                  instances=params.check_instances, worker=worker)
-
-
-def _build(params: NemoParams, by_id: dict[str, Video], registry: Registry, *,
-           for_worker: bool, instances: bool,
-           worker: Callable[[], TiledProbe] | None = None) -> TiledProbe:
-    """:func:`build_probe`'s probe. ``for_worker``: a look-ahead worker's, its models on
-    :data:`WORKER_MODEL_THREADS` (the workers are the parallelism; the detector's when its
-    factory takes ``num_threads`` and ``check_detector_options`` do not set it)."""
-    threads = WORKER_MODEL_THREADS if for_worker else None
-    options: dict[str, object] = {"score_threshold": params.check_min_score}
-    accepted = registry.accepts("detector", params.check_detector)
-    if "input_scale" in accepted:
-        options["input_scale"] = params.check_input_scale
-    if for_worker and "num_threads" in accepted:
-        options["num_threads"] = WORKER_MODEL_THREADS
-    detector = registry.create("detector", params.check_detector,
-                               **(options | dict(params.check_detector_options)))
-    # Two scenes cached: the instance check looks at the scene the label scan just decoded.
-    # With the pose check, the frames the verifier will be shown are decoded in the same pass
-    # and looked at for people (pose only: cheap); the detector keeps to the dense frames.
-    frames = VideoKeyframes(by_id, per_scene=1, every_s=params.check_every_s,
-                            also_per_scene=VERIFY_PER_SCENE if params.check_pose else 0,
-                            max_side=params.check_max_side, max_cached=2)
-    matcher = None
-    if instances:
-        exact = VideoKeyframes(by_id, per_scene=1, max_side=params.check_max_side,
-                               max_open=2, max_cached=1)
-        # The instance check keeps to the dense frames (the extra ones are for people).
-        matcher = InstanceMatcher(frames.without_extra, exact.frame_at,
-                                  min_score=params.check_instance_min_score,
-                                  search=params.check_instance_search,
-                                  frames_spec=frames.spec_without_extra, on_close=exact.close)
-    extra = dict(params.check_detector_options)
-    spec = f"{detector.name}@{detector.version}" + (f" {json.dumps(extra, sort_keys=True)}"
-                                                    if extra else "")
-    pose = None
-    if params.check_pose:
-        from needleforge.backends.embedded.pose import EmbeddedPose  # a model: load lazily
-
-        pose = (EmbeddedPose() if threads is None else EmbeddedPose(num_threads=threads)
-                ).keypoint_scores
-    return TiledProbe(detector, frames, cols=params.check_cols, rows=params.check_rows,
-                      overlap=params.check_overlap, min_score=params.check_min_score,
-                      detector_spec=spec, instances=matcher, pose=pose,
-                      pose_only=frames.extra_times if pose is not None else None,
-                      worker=worker, gate=params.check_changed_only)
-
-
-def scan_scenes(
-    params: NemoParams, *, video: Video, scenes: Sequence[Scene], registry: Registry,
-    known: Iterable[SceneScan] = (),
-) -> list[SceneScan]:
-    """Scan ``scenes`` (all of ``video``) with the probe ``params`` ask for, ahead of
-    planning; scenes in ``known`` (earlier scans of the same probe) are skipped. One call is
-    one unit of work for a runner: it opens one video and builds its own detector.
-
-    Returns the new scans ([] when ``check_negatives`` is off).
-
-    Raises:
-        ValueError: a scene of another video. MediaError, BackendError: as :meth:`TiledProbe.scan`.
-    """
-    strays = sorted({s.scene_id for s in scenes if s.video_id != video.video_id})
-    if strays:
-        raise ValueError(f"scan_scenes for video {video.video_id} got scenes of other videos: "
-                         f"{strays[:5]}")
-    probe = build_probe(params, videos=[video], registry=registry)
-    if probe is None:
-        return []
-    with probe:
-        probe.preload(known)
-        for scene in scenes:
-            probe.scan(scene)
-        return probe.new_scans()
