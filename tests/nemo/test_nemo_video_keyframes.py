@@ -171,18 +171,3 @@ def test_frame_at_gives_the_exact_frame_shown_at_a_time(
         last = source.frame_at(SCENES[2], 9.0)  # past the end of the file and the scene
         assert last is not None and last.t_s == pytest.approx(7.9)
         assert source.decoded_scenes == 0  # exact frames are not the scene cache's
-
-
-def test_the_decoders_own_threads_give_the_same_frames(
-    clip: Path, sequential: dict[float, np.ndarray]
-) -> None:
-    """``decode_threads`` only lets FFmpeg decode on more cores: every scene, dense and in any
-    order (each needing a seek), gives the frames of a sequential decode."""
-    video = video_at(clip)
-    with VideoKeyframes({video.video_id: video}, per_scene=1, every_s=0.5,
-                        decode_threads=True, max_cached=1) as threaded:
-        for scene in [SCENES[2], SCENES[0], SCENES[1], SCENES[0]]:
-            frames = threaded(scene)
-            assert len(frames) == threaded.count_for(scene)
-            for frame in frames:
-                assert np.array_equal(frame.image, sequential[frame.t_s]), frame.t_s

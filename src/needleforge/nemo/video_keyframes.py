@@ -88,9 +88,6 @@ class VideoKeyframes:
         max_side: longest side of the returned images in pixels (>= 16).
         max_open: videos kept open at once (least recently used closed first).
         max_cached: scenes whose frames are kept (least recently used dropped first).
-        decode_threads: let the decoder use every core (FFmpeg's frame and slice threads: the
-            same frames, sooner) for a caller that waits on the decode with nothing else to
-            run; off for worker threads, which are the parallelism.
 
     Raises:
         ValueError: a number out of range.
@@ -99,7 +96,7 @@ class VideoKeyframes:
     def __init__(
         self, videos_by_id: Mapping[str, Video], *, per_scene: int = VERIFY_PER_SCENE,
         max_side: int = 512, max_open: int = 4, max_cached: int = 512,
-        every_s: float | None = None, also_per_scene: int = 0, decode_threads: bool = False,
+        every_s: float | None = None, also_per_scene: int = 0,
     ) -> None:
         for name, value, least in (("per_scene", per_scene, 1), ("max_side", max_side, 16),
                                    ("max_open", max_open, 1), ("max_cached", max_cached, 1),
@@ -112,7 +109,6 @@ class VideoKeyframes:
         self.per_scene, self.max_side, self.every_s = per_scene, max_side, every_s
         self.also_per_scene = also_per_scene
         self._max_open, self._max_cached = max_open, max_cached
-        self.decode_threads = decode_threads
         self._open: OrderedDict[str, _OpenVideo] = OrderedDict()
         self._cache: OrderedDict[str, tuple[Keyframe, ...]] = OrderedDict()
         self._extra: dict[str, frozenset[float]] = {}  # scene id -> its extra frames' times
@@ -224,8 +220,7 @@ class VideoKeyframes:
         if video_id not in self._videos:
             raise NemoError(f"scene of video {video_id} asked for keyframes, but that video is "
                             f"not among the {len(self._videos)} given to VideoKeyframes")
-        opened = _open(video_id, Path(self._videos[video_id].stored_path), self.max_side,
-                       threads=self.decode_threads)
+        opened = _open(video_id, Path(self._videos[video_id].stored_path), self.max_side)
         self._open[video_id] = opened
         if len(self._open) > self._max_open:
             _, oldest = self._open.popitem(last=False)
@@ -266,9 +261,8 @@ class VideoKeyframes:
         return tuple(frames), frozenset(extra)
 
 
-def _open(video_id: str, path: Path, max_side: int, *, threads: bool = False) -> _OpenVideo:
-    """Open ``path`` for seeking (``threads``: the decoder's own threads on); raises
-    MediaError naming the video and the path."""
+def _open(video_id: str, path: Path, max_side: int) -> _OpenVideo:
+    """Open ``path`` for seeking; raises MediaError naming the video and the path."""
     if not path.is_file():
         raise MediaError(f"video {video_id}: file {path} has vanished (moved or deleted since "
                          f"ingest)")
@@ -280,8 +274,6 @@ def _open(video_id: str, path: Path, max_side: int, *, threads: bool = False) ->
         container.close()
         raise MediaError(f"video {video_id}: {path} has no video stream")
     stream = container.streams.video[0]
-    if threads:
-        stream.thread_type = "AUTO"
     width, height = stream.codec_context.width, stream.codec_context.height
     size = None
     if max(width, height) > max_side:

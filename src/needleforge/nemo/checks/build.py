@@ -70,12 +70,9 @@ def _build(params: NemoParams, by_id: dict[str, Video], registry: Registry, *,
     # Two scenes cached: the instance check looks at the scene the label scan just decoded.
     # With the pose check, the frames the verifier will be shown are decoded in the same pass
     # and looked at for people (pose only: cheap); the detector keeps to the dense frames.
-    # The main probe's decodes are waited on (the instance check searches a scene only once
-    # it is decoded): the decoder's own threads may take the cores; a worker's may not.
     frames = VideoKeyframes(by_id, per_scene=1, every_s=params.check_every_s,
                             also_per_scene=VERIFY_PER_SCENE if params.check_pose else 0,
-                            max_side=params.check_max_side, max_cached=2,
-                            decode_threads=not for_worker)
+                            max_side=params.check_max_side, max_cached=2)
     matcher = None
     if instances:
         exact = VideoKeyframes(by_id, per_scene=1, max_side=params.check_max_side,
