@@ -161,6 +161,8 @@ class ProbeCost:
             i = self.instances
             line += (f"; instance check: {i.pairs} target/scene pair(s) matched "
                      f"({i.frames} frame(s) in {i.seconds:.0f} s), {i.reused} stored")
+            if i.unasked:
+                line += f", {i.unasked} matched ahead and never asked"
             if i.unusable:
                 line += f", {i.unusable} target(s) too small or flat to search for"
         return line
