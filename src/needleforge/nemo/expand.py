@@ -29,6 +29,8 @@ question with a new id (:func:`plan.question_id_for`) whose answer is that targe
 program) is skipped with a :class:`Shortfall` naming the questions and the figures, and
 :class:`CellCount` reports per row and needle type how many questions were wanted, could
 have been sourced and were made. Nothing is ever forced into a montage outside its bucket.
+Every group draws from its own ``random.Random`` seeded by the seed, lane and source ids:
+the same inputs and seed give identical plans.
 
 **The negative check, ahead.** A long montage of a short program tries nearly every scene of
 it as a negative, and each try of an object target costs an instance check. Before any lane
@@ -37,8 +39,6 @@ ask about which scenes (:func:`~needleforge.nemo.lanes.likely_groups`), so a sce
 for all of them in one pass; a group the stored label scans already leave too short is
 refused before anything is checked (:func:`~needleforge.nemo.grow.fill_bound`). Neither
 changes a plan.
-Every group draws from its own ``random.Random`` seeded by the seed, lane and source ids:
-the same inputs and seed give identical plans.
 """
 
 from __future__ import annotations
@@ -60,7 +60,7 @@ from needleforge.nemo.grow import (
     Needles,
     PlanContext,
     candidate_negatives,
-    fill_bound,
+    may_fill,
     plan_group,
 )
 from needleforge.nemo.lanes import GroupsExpected, fill_lane, lanes_for, likely_groups
@@ -178,30 +178,26 @@ def _caps(params: ExpandParams, lane: Lane) -> CellCaps:
     return bucket.single if lane.needles == "single" else bucket.multi
 
 
-def _viable(group: list[Source], *, lane: Lane, ctx: PlanContext) -> bool:
-    """Whether ``group`` may make a montage of ``lane`` as far as the probe's stored label
-    scans tell (:func:`~needleforge.nemo.grow.fill_bound`: not too short)."""
-    if lane.bucket == "short":
-        return True
-    bound = fill_bound(group, lane, base_s=sum(s.duration_s for s in group), ctx=ctx)
-    return bound is None or bound[2] >= lane.min_s - 1e-9
-
-
 def _expecter(probe: object, ctx: PlanContext) -> GroupsExpected | None:
     """Tells a probe that takes it (:class:`ExpectsTargets`: a :class:`TiledProbe` with the
     instance check) which object targets will ask about which scenes, so that each scene is
     searched for all of them in one pass (the same scans, cheaper); None for any other
-    probe. A group too short to plan whatever is checked (:func:`fill_bound`) asks
-    nothing, so it is not told."""
+    probe. A group too short to plan whatever is checked
+    (:func:`~needleforge.nemo.grow.may_fill`) asks nothing, so it is not told; a group is
+    told once a lane."""
     if not isinstance(probe, ExpectsTargets) or (isinstance(probe, TiledProbe)
                                                  and probe.instances is None):
         return None
 
+    told: set[tuple[Lane, tuple[str, ...]]] = set()  # a group is told once a lane
+
     def expect(groups: Sequence[list[Source]], lane: Lane) -> None:
         for group in groups:
+            key = (lane, tuple(s.key for s in group))
             objects = [s.target for s in group if s.target.target_object is not None]
-            if not objects or not _viable(group, lane=lane, ctx=ctx):
+            if key in told or not objects or not may_fill(group, lane, ctx=ctx):
                 continue
+            told.add(key)
             scenes = candidate_negatives(group, lane, ctx=ctx)
             for target in objects:
                 probe.expect(target, scenes)
@@ -247,7 +243,7 @@ def expand(
     if expect is not None:  # the groups of every lane that are likely to ask, first
         for lane in lanes_for(params):
             expect(likely_groups(sources, lane, caps=_caps(params, lane), ctx=ctx,
-                                 params=params, viable=functools.partial(_viable, lane=lane,
+                                 params=params, viable=functools.partial(may_fill, lane=lane,
                                                                          ctx=ctx)), lane)
     for lane in lanes_for(params):
         caps = _caps(params, lane)

@@ -305,6 +305,15 @@ def _hopeless(sources: Sequence[Source], lane: Lane, *, base_s: float, needed: i
                       eligible=eligible, pool=ctx.pool, bound=True)
 
 
+def may_fill(sources: Sequence[Source], lane: Lane, *, ctx: PlanContext) -> bool:
+    """Whether ``sources`` may yet make a montage long enough for ``lane`` as far as the
+    probe's stored label scans tell (:func:`fill_bound`); always in a short lane."""
+    if lane.bucket == "short":
+        return True
+    bound = fill_bound(sources, lane, base_s=sum(s.duration_s for s in sources), ctx=ctx)
+    return bound is None or bound[2] >= lane.min_s - _EPS
+
+
 def fill_bound(sources: Sequence[Source], lane: Lane, *, base_s: float, ctx: PlanContext
                ) -> tuple[int, int, float] | None:
     """The most negatives, and the longest montage, that :func:`_fill` could give
