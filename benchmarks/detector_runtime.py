@@ -5,6 +5,12 @@ scikit-image photos at 640x360, fed at the 300x300 input of representation and a
 and 2x inputs of the NeMo negative check. Prints ms per frame, the speed-up, and the largest
 difference between the two runtimes' output rows (score and box columns, rows above 0.05).
 
+First, "workers": two threads detecting at the check's 2x input, each with its own runtime
+(what NeMo's look-ahead workers do), against the same two threads' infer requests on one
+shared compiled model (how runtimes were built before: inferences then took turns). Prints
+frames a second and busy cores of each, and the ratio (the runtimes also decode the rows in
+numpy; the baseline only infers); needs no OpenCV 4.
+
 Run: ``PYTHONPATH=. .venv/bin/python benchmarks/detector_runtime.py [--repeat N]``
 (the first run converts the graph for OpenVINO, 20-50 s, outside the timings). The baseline
 needs OpenCV 4: OpenCV 5 dropped ``cv2.dnn``'s TensorFlow importer (a venv that resolved
@@ -14,7 +20,10 @@ OpenCV 5 can take ``opencv-python-headless<5`` for this run; the product does no
 from __future__ import annotations
 
 import argparse
+import threading
 import time
+from collections.abc import Callable
+from typing import Any
 
 import cv2
 import numpy as np
@@ -25,7 +34,7 @@ from needleforge.backends.embedded.model_files import (
     OPENPIBO_PACKAGE,
     package_models_dir,
 )
-from needleforge.backends.embedded.ssd_runtime import SsdRuntime
+from needleforge.backends.embedded.ssd_runtime import SsdRuntime, compiled, converted_model
 
 PHOTOS = ("chelsea", "astronaut", "coffee", "rocket", "cat", "hubble_deep_field")
 INPUTS = {"300x300 (represent)": (300, 300), "960x540 (check x1.5)": (960, 540),
@@ -56,6 +65,42 @@ def _kept(rows: np.ndarray) -> np.ndarray:
     return rows[np.lexsort((-rows[:, 2], rows[:, 1]))]
 
 
+def _threaded(infers: list[Callable[[], Any]], passes: int) -> tuple[float, float]:
+    """Frames a second and busy cores with each of ``infers`` called ``passes`` times on
+    its own thread (each warmed first)."""
+    for infer in infers:
+        infer()
+
+    def loop(infer: Callable[[], Any]) -> None:
+        for _ in range(passes):
+            infer()
+
+    threads = [threading.Thread(target=loop, args=(infer,)) for infer in infers]
+    wall, cpu = time.perf_counter(), time.process_time()
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    return len(infers) * passes / wall, cpu / wall
+
+
+def workers(models: Any, frame: np.ndarray, passes: int) -> None:
+    """The "workers" comparison of the module docstring."""
+    graph, text = models / "frozen_inference_graph.pb", \
+        models / "ssd_mobilenet_v2_coco_2018_03_29.pbtxt"
+    resized = cv2.resize(frame, (1280, 720), interpolation=cv2.INTER_LINEAR)
+    batch = {0: resized[None].astype(np.float32)}
+    shared = compiled(converted_model(graph), threads=1)
+    requests = [shared.create_infer_request() for _ in range(2)]
+    base, base_cores = _threaded([lambda r=r: r.infer(batch) for r in requests], passes)
+    runtimes = [SsdRuntime(graph, text, threads=1) for _ in range(2)]
+    ours, cores = _threaded([lambda r=r: r.rows(resized) for r in runtimes], passes)
+    print(f"workers: 2 threads at 1280x720: shared compiled model (before) {base:.2f} "
+          f"frames/s on {base_cores:.2f} cores; a runtime each (now) {ours:.2f} frames/s on "
+          f"{cores:.2f} cores: {ours / base:.2f}x")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=3, help="passes over the photos")
@@ -68,6 +113,7 @@ def main() -> None:
           f"(converted on first use, then read from the cache)")
     cv2.setNumThreads(1)
     frames = _frames()
+    workers(models, frames[0], passes=4 * args.repeat)
     print(f"{'input':<22} {'OpenCV ms':>10} {'OpenVINO ms':>12} {'speed-up':>9} {'max diff':>10}")
     for label, size in INPUTS.items():
         net = _opencv_net()  # one net per input size (OpenCV keeps its first size's priors)

@@ -6,13 +6,15 @@ inputs of the NeMo negative check; priors compared with OpenCV's own ``PriorBox/
 output. OpenCV 5 has no TensorFlow importer, so where the environment resolved OpenCV 5 the
 reference is what OpenCV 4's ``cv2.dnn`` computed, recorded by
 ``golden/ssd_opencv/record.py``; where OpenCV 4 is installed the recording is also checked
-against it. Also: the converted model is cached and reused, an
-unwritable cache is named, and text graphs the runtime does not implement are refused.
+against it. Runtimes on two threads at once give the same rows. Also: the converted model is
+cached and reused, an unwritable cache is named, and text graphs the runtime does not
+implement are refused.
 """
 
 from __future__ import annotations
 
 import os
+import threading
 from pathlib import Path
 
 import cv2
@@ -94,6 +96,30 @@ def test_rows_equal_opencv_dnn(runtime: SsdRuntime, name: str) -> None:
         assert keep_g[:, 1].tolist() == keep_e[:, 1].tolist(), (name, size)
         np.testing.assert_allclose(keep_g[:, 2:], keep_e[:, 2:], atol=1e-4, err_msg=f"{size}")
         assert len(got) == len(expected)  # keep_top_k applied alike
+
+
+def test_runtimes_on_two_threads_at_once_give_the_rows_of_one(runtime: SsdRuntime) -> None:
+    # Each runtime compiles its own model so that workers detect in parallel; whatever the
+    # threads interleave, every frame's rows are those one runtime gives alone.
+    frames = [cv2.resize(_photo(name), size, interpolation=cv2.INTER_LINEAR)
+              for name in PHOTOS for size in SIZES[:2]]
+    expected = [runtime.rows(frame) for frame in frames]
+    workers = [SsdRuntime(GRAPH, TEXT, threads=1) for _ in range(2)]
+    got: dict[tuple[int, int], np.ndarray] = {}
+
+    def work(k: int) -> None:
+        for _ in range(2):
+            for i, frame in enumerate(frames):
+                got[(k, i)] = workers[k].rows(frame)
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(got) == 2 * len(frames)
+    for (_, i), rows in got.items():
+        np.testing.assert_array_equal(rows, expected[i])
 
 
 def test_priors_equal_opencv_prior_boxes(runtime: SsdRuntime) -> None:

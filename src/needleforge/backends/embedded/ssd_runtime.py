@@ -24,8 +24,11 @@ saved once as OpenVINO IR in a cache folder (``NEEDLEFORGE_MODEL_CACHE``, else
 ``$XDG_CACHE_HOME/needleforge``, else ``~/.cache/needleforge``), under the graph's sha256 and
 OpenVINO's version, written to a temporary folder and renamed, so concurrent first uses (two
 test workers) neither see half a model nor fail; later processes read it in about a second.
-Compiled models are shared within a process (one per thread count); each detector has its own
-infer request, which is what must not be shared between threads.
+**One compiled model per detector.** Each runtime compiles the IR itself (about 0.1 s). A
+compiled model with one stream runs one inference at a time: two workers' infer requests on a
+shared one took turns, so NeMo stage 2's look-ahead scans kept 1.25 of 2 cores busy; with a
+model each, two threads detect twice as many frames a second (``benchmarks/detector_runtime.py``,
+"workers"). An infer request, and so a runtime, must still not be shared between threads.
 """
 
 from __future__ import annotations
@@ -50,8 +53,6 @@ FloatArray = npt.NDArray[np.float32]
 #: Box-encoding and class channels per anchor (4 coordinates; 90 COCO ids + background).
 _BOX, _CLASSES = 4, 91
 _MODEL_NAME = "ssd_heads"
-_compiled: dict[tuple[str, int], Any] = {}
-_compiled_lock = threading.Lock()
 _bridge_lock = threading.Lock()
 _bridge_ready = False
 
@@ -329,19 +330,14 @@ def _depth(node: Any) -> int:
 
 
 def compiled(xml: Path, *, threads: int) -> Any:
-    """The compiled model at ``xml`` for ``threads`` inference threads, shared in-process."""
-    key = (str(xml), threads)
-    with _compiled_lock:
-        model = _compiled.get(key)
-        if model is None:
-            ov = _openvino()
-            core = ov.Core()
-            model = core.compile_model(core.read_model(str(xml)), "CPU", {
-                "INFERENCE_NUM_THREADS": threads, "INFERENCE_PRECISION_HINT": "f32",
-                "PERFORMANCE_HINT": "LATENCY", "NUM_STREAMS": 1,
-                "ENABLE_CPU_PINNING": False})
-            _compiled[key] = model
-    return model
+    """A new compiled model of the IR at ``xml`` on ``threads`` inference threads, in f32.
+
+    Not shared: a compiled model runs one inference at a time (module docstring)."""
+    ov = _openvino()
+    core = ov.Core()
+    return core.compile_model(core.read_model(str(xml)), "CPU", {
+        "INFERENCE_NUM_THREADS": threads, "INFERENCE_PRECISION_HINT": "f32",
+        "PERFORMANCE_HINT": "LATENCY", "NUM_STREAMS": 1, "ENABLE_CPU_PINNING": False})
 
 
 def prior_boxes(sizes: Sequence[tuple[int, int]], *, width: int, height: int,
