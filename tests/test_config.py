@@ -35,8 +35,6 @@ SAMPLE_OVERRIDES = frozenset({
     "scenes.backend",
     # demo budget: the tagger looks at fewer keyframes
     "objects.tag_keyframes_per_scene",
-    # demo budget: no instance check (the label check keeps its defaults)
-    "nemo.check_instances",
     # demo budget: a few expanded questions per cell
     "expand.short_multi.object", "expand.short_multi.scene",
     "expand.medium.single.object", "expand.medium.single.scene",
