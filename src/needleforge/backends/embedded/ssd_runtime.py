@@ -24,7 +24,8 @@ saved once as OpenVINO IR in a cache folder (``NEEDLEFORGE_MODEL_CACHE``, else
 ``$XDG_CACHE_HOME/needleforge``, else ``~/.cache/needleforge``), under the graph's sha256 and
 OpenVINO's version, written to a temporary folder and renamed, so concurrent first uses (two
 test workers) neither see half a model nor fail; later processes read it in about a second.
-**One compiled model per detector.** Each runtime compiles the IR itself (about 0.1 s). A
+**One compiled model per detector.** Each runtime compiles the IR itself (about 0.1 s and
+~55 MB: represent's peak RSS went from 740 to 906 MB with its three detectors). A
 compiled model with one stream runs one inference at a time: two workers' infer requests on a
 shared one took turns, so NeMo stage 2's look-ahead scans kept 1.25 of 2 cores busy; with a
 model each, two threads detect twice as many frames a second (``benchmarks/detector_runtime.py``,
