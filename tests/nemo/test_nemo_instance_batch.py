@@ -11,7 +11,7 @@ and mirrored on gravel or on brick in others, a brick wall, a coffee cup, a blac
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 import numpy as np
 import pytest
@@ -71,7 +71,7 @@ class _Source:
     """Each scene's frames, counting decodes; ``frame_at`` for the templates."""
 
     def __init__(self, frames: dict[int, tuple[RGBImage, ...]]) -> None:
-        self.frames, self.calls = frames, 0
+        self.frames, self.calls, self.streams = frames, 0, 0
 
     def __call__(self, scene: Scene) -> Sequence[Keyframe]:
         self.calls += 1
@@ -80,6 +80,12 @@ class _Source:
 
     def frame_at(self, scene: Scene, t_s: float) -> Keyframe | None:
         return Keyframe(t_s, self.frames[scene.index][0])
+
+    def stream(self, scene: Scene) -> Iterator[Keyframe]:
+        """The same frames one at a time, counting streams."""
+        self.streams += 1
+        for k, image in enumerate(self.frames[scene.index]):
+            yield Keyframe(scene.start_s + 1.0 + k, image)
 
 
 def _track(index: int, box: Box, tag: str) -> ObjectTrack:
@@ -171,6 +177,29 @@ def test_company_scans_are_the_same_and_stored_only_when_asked(
     assert [s.probe_key for s in lone.new_scans()] == [lone.key_for(CAT)]  # only what was asked
     lone.close()
     assert lone.cost.unasked == 1 and lone.new_scans() == []
+
+
+@pytest.mark.parametrize("changed_only", [False, True])
+def test_frames_searched_as_they_decode_give_the_same_scans(
+    frames: dict[int, tuple[RGBImage, ...]], changed_only: bool,
+) -> None:
+    """With a stream, a scene not kept yet is searched frame by frame as it decodes (its
+    colour images at hand, so the frame source is not called for them); the scans and
+    costs are those of the search over the decoded scene."""
+    asks = [(scene, track) for scene in SCENES[1:] for track in (CAT, CUP)]
+    plain_source, streamed_source = _Source(frames), _Source(frames)
+    plain = InstanceMatcher(plain_source, plain_source.frame_at, changed_only=changed_only)
+    streamed = InstanceMatcher(streamed_source, streamed_source.frame_at,
+                               changed_only=changed_only, stream=streamed_source.stream)
+    for scene, track in asks:
+        assert streamed.seen(scene, track, target_scene=SCENES[0]) == \
+            plain.seen(scene, track, target_scene=SCENES[0]), (scene.index, track.tag)
+    assert streamed.new_scans() == plain.new_scans()
+    assert (streamed.cost.pairs, streamed.cost.frames) == (plain.cost.pairs, plain.cost.frames)
+    # Each scene streamed once (its greys kept for the cup); the one decode is the cup of
+    # scene 4 confirmed in colour while searched from the kept greys.
+    assert streamed_source.streams == 6 and streamed_source.calls == 1
+    assert plain_source.calls > streamed_source.calls
 
 
 def test_changed_only_searches_what_changed_and_finds_the_same(

@@ -156,6 +156,30 @@ def test_the_probe_sampling_holds_every_frame_the_verifier_is_shown(clip: Path) 
         VideoKeyframes({}, also_per_scene=-1)
 
 
+@pytest.mark.parametrize(("every_s", "also"), [(1.0, VERIFY_PER_SCENE), (0.05, 7), (0.5, 0),
+                                              (2.0, 3)])
+def test_the_stream_gives_the_frames_without_extras_as_decoded(clip: Path, every_s: float,
+                                                               also: int) -> None:
+    """``stream_without_extra`` yields what ``without_extra`` returns (times and pixels),
+    also when wanted times snap onto one frame (0.05 s apart at 10 fps) and an extra frame
+    turns out to be a wanted one; read to its end, the scene is cached like a call's."""
+    video = {video_at(clip).video_id: video_at(clip)}
+    with (VideoKeyframes(video, per_scene=1, every_s=every_s, also_per_scene=also) as called,
+          VideoKeyframes(video, per_scene=1, every_s=every_s, also_per_scene=also) as streamed):
+        for scene in SCENES:
+            expected = called.without_extra(scene)
+            got = list(streamed.stream_without_extra(scene))
+            assert [f.t_s for f in got] == [f.t_s for f in expected], scene.index
+            for a, b in zip(got, expected, strict=True):
+                np.testing.assert_array_equal(a.image, b.image)
+            assert streamed.extra_times(scene) == called.extra_times(scene)
+        decoded = streamed.decoded_scenes
+        assert decoded == len(SCENES)
+        assert [f.t_s for f in streamed.stream_without_extra(SCENES[2])] == \
+            [f.t_s for f in called.without_extra(SCENES[2])]
+        assert streamed.decoded_scenes == decoded  # from the cache
+
+
 def test_frame_at_gives_the_exact_frame_shown_at_a_time(
     clip: Path, sequential: dict[float, np.ndarray]
 ) -> None:

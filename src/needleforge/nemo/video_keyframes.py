@@ -130,12 +130,16 @@ class VideoKeyframes:
         video = self._video(scene.video_id)
         frames, extra = self._decode_scene(video, scene)
         self.decoded_scenes += 1
-        self._cache[scene.scene_id] = frames
-        self._extra[scene.scene_id] = extra
+        self._keep(scene.scene_id, frames, extra)
+        return frames
+
+    def _keep(self, scene_id: str, frames: tuple[Keyframe, ...], extra: frozenset[float]
+              ) -> None:
+        self._cache[scene_id] = frames
+        self._extra[scene_id] = extra
         if len(self._cache) > self._max_cached:
             dropped, _ = self._cache.popitem(last=False)
             self._extra.pop(dropped, None)
-        return frames
 
     def extra_times(self, scene: Scene) -> frozenset[float]:
         """Times of the frames of ``scene`` (as returned by calling this source) that only
@@ -247,18 +251,55 @@ class VideoKeyframes:
                       scene: Scene) -> tuple[tuple[Keyframe, ...], frozenset[float]]:
         frames: list[Keyframe] = []
         extra: set[float] = set()
+        for frame, only_extra in self._decoding(video, scene):
+            frames.append(frame)
+            if only_extra:
+                extra.add(frame.t_s)
+        return tuple(frames), frozenset(extra)
+
+    def _decoding(self, video: _OpenVideo, scene: Scene) -> Iterator[tuple[Keyframe, bool]]:
+        """``scene``'s frames as they are decoded, each with whether only ``also_per_scene``
+        asked for it. A frame is given once the next wanted time is decoded: a wanted time
+        that snaps onto the frame before makes that frame a wanted one."""
+        held: Keyframe | None = None
+        held_extra = False
         for t, only_extra in self._wanted(scene):
             found = _frame_at(video, t, scene)
             if found is None:
                 continue
-            if frames and found[0] <= frames[-1].t_s:  # snapped onto the frame before
-                if not only_extra:
-                    extra.discard(frames[-1].t_s)
+            if held is not None and found[0] <= held.t_s:  # snapped onto the frame before
+                held_extra = held_extra and only_extra
                 continue
-            frames.append(self._keyframe(video, *found))
+            if held is not None:
+                yield held, held_extra
+            held, held_extra = self._keyframe(video, *found), only_extra
+        if held is not None:
+            yield held, held_extra
+
+    def stream_without_extra(self, scene: Scene) -> Iterator[Keyframe]:
+        """:meth:`without_extra`'s frames one at a time as they are decoded (from the cache
+        when the scene is there), so a caller can work on a frame while the next decodes;
+        the scene is cached once the stream is read to its end. Nothing else may use this
+        source until then (one decoder position per video).
+
+        Raises:
+            NemoError, MediaError: as :meth:`__call__`.
+        """
+        cached = self._cache.get(scene.scene_id)
+        if cached is not None:
+            yield from self.without_extra(scene)
+            return
+        video = self._video(scene.video_id)
+        frames: list[Keyframe] = []
+        extra: set[float] = set()
+        for frame, only_extra in self._decoding(video, scene):
+            frames.append(frame)
             if only_extra:
-                extra.add(found[0])
-        return tuple(frames), frozenset(extra)
+                extra.add(frame.t_s)
+            else:
+                yield frame
+        self.decoded_scenes += 1
+        self._keep(scene.scene_id, tuple(frames), frozenset(extra))
 
 
 def _open(video_id: str, path: Path, max_side: int) -> _OpenVideo:

@@ -82,7 +82,8 @@ def _build(params: NemoParams, by_id: dict[str, Video], registry: Registry, *,
                                   min_score=params.check_instance_min_score,
                                   search=params.check_instance_search,
                                   changed_only=params.check_changed_only,
-                                  frames_spec=frames.spec_without_extra, on_close=exact.close)
+                                  frames_spec=frames.spec_without_extra, on_close=exact.close,
+                                  stream=frames.stream_without_extra)
     extra = dict(params.check_detector_options)
     spec = f"{detector.name}@{detector.version}" + (f" {json.dumps(extra, sort_keys=True)}"
                                                     if extra else "")
