@@ -375,8 +375,11 @@ class InstanceMatcher:
         else:
             greys = self._grey_frames(scene)
             gate = ChangeGate() if self.changed_only else None
-            todo: list[_Item] = [(t_s, grey, region, None) for t_s, grey in greys
-                                 for changed, region in (_changed(gate, grey),) if changed]
+            todo: list[_Item] = []
+            for t_s, grey in greys:
+                changed, region = _changed(gate, grey)
+                if changed:
+                    todo.append((t_s, grey, region, None))
             # The frames are searched on ``threads`` threads (OpenCV releases the GIL), and
             # taken in time order, so the best is the one a serial search keeps.
             found_all = (list(self._pool().map(search, todo))
