@@ -7,6 +7,7 @@ writes (the flow process stores what these return).
 from __future__ import annotations
 
 from needleforge.objects.attributes import (
+    clothing_colour,
     dominant_colour,
     position_name,
     rgb_to_hsv,
@@ -22,6 +23,7 @@ __all__ = [
     "POSITION_NAMES",
     "RawTrack",
     "build_objects",
+    "clothing_colour",
     "dominant_colour",
     "plural",
     "position_name",

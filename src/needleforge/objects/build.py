@@ -79,7 +79,7 @@ def build_objects(
     for index, (track, rank) in enumerate(zip(raw, size_ranks(raw), strict=True)):
         median = track.boxes[(len(track.boxes) - 1) // 2]
         image = _image_at(keyframes, times, median.t_s, scene_id=scene_id)
-        attributes = ObjectAttributes(colour=dominant_colour(image, median.box),
+        attributes = ObjectAttributes(colour=dominant_colour(image, median.box, label=track.label),
                                       position=position_name(median.box), size_rank=rank)
         tracks.append(ObjectTrack(
             object_id=object_id_for(scene_id, index), scene_id=scene_id, index=index,

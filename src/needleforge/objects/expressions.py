@@ -22,12 +22,16 @@ When no attribute set singles a track out, the phrase says so — "the white cat
 (one of two alike)" — and writers skip the object: an ordinal such as "the first of the two
 white cats" cannot be resolved by a viewer of the montage.
 
-**Uniqueness.** Within a scene, the phrases are pairwise different. By construction, two
+**Uniqueness.** Within a scene, the phrases that tell their object apart are pairwise
+different, and none reads like an untellable phrase before its mark. By construction, two
 equal phrases would need the same label, the same attribute set with the same values and
-the same relative size or ordinal, which the selection rules exclude. The one way around
-that argument is a label that itself contains attribute words (a "white cat" beside a white
-"cat"); such collisions are detected and each colliding phrase gets a suffix naming the
-object's place in the input ("the white cat (object 3)").
+the same relative size, which the selection rules exclude. The one way around that argument
+is a label that itself contains attribute words (a "white cat" beside a white "cat"); such
+collisions are detected and each colliding phrase is marked untellable like any other
+look-alike ("the white cat (one of two alike)"). A phrase is never numbered with an internal
+id: "(object 3)" tells a viewer nothing. Untellable phrases may repeat: "the person (one of
+four alike)" is the phrase of each of four people no attribute separates, and no writer
+uses it.
 """
 
 from __future__ import annotations
@@ -144,7 +148,8 @@ def _untellable_phrase(i: int, same: Sequence[int], tracks: Sequence[Referent]) 
 
 
 def referring_expressions(tracks: Sequence[Referent]) -> list[str]:
-    """One phrase per track of **one scene**, aligned with ``tracks``, pairwise different.
+    """One phrase per track of **one scene**, aligned with ``tracks``; the phrases that tell
+    their track apart are unique, the others carry :data:`UNTELLABLE_MARK`.
 
     See the module docstring for the selection rules and the uniqueness guarantee. Labels
     are compared after collapsing whitespace and ignoring case. Raises ``ValueError`` when a
@@ -161,5 +166,7 @@ def referring_expressions(tracks: Sequence[Referent]) -> list[str]:
         same = by_label[clean_label(track.tag).lower()]
         phrase = _attribute_phrase(index, same, tracks)
         phrases.append(phrase if phrase is not None else _untellable_phrase(index, same, tracks))
-    counts = Counter(phrases)
-    return [f"{p} (object {i + 1})" if counts[p] > 1 else p for i, p in enumerate(phrases)]
+    # A phrase is ambiguous when another one reads the same before any untellable mark.
+    counts = Counter(p.split(UNTELLABLE_MARK)[0] for p in phrases)
+    return [p if counts[p] == 1 or UNTELLABLE_MARK in p
+            else f"{p}{UNTELLABLE_MARK}{number_word(counts[p])} alike)" for p in phrases]
