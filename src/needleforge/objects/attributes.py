@@ -66,7 +66,9 @@ a warm-white shirt under tungsten light can fall in the mask the same way. The d
 (Monk tone 10, RGB about 41, 36, 32) has the same pixels as a black suit (measured: the
 suits of "statement" are RGB 34, 28, 26 to 49, 42, 41) and a bare torso of it reads
 "black"; so does any skin in deep shadow, and long dark hair falling over the chest. Nothing
-here separates these (a skin detector that looks at texture might).
+here separates these (a skin detector that looks at texture might). The window also assumes
+the head is at the top of the box: a person cut by the top of the frame (legs only: "bikes"
+at 7.6 s) is read at mid-leg, trousers and pavement, and was named "grey".
 """
 
 from __future__ import annotations
