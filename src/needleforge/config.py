@@ -161,6 +161,8 @@ class NemoParams(_Section):
     normalised cross-correlation of ``check_instance_min_score`` or more refuses it; it needs
     ``check_negatives``), ``coarse-to-fine`` or ``exhaustive`` (``check_instance_search``).
     ``check_pose`` counts a whole frame showing a body pose (MoveNet) as a person sighting.
+    ``check_attire``: a person the question describes by clothing colour excludes only people
+    who could be dressed so (:mod:`needleforge.records.attire`), not every person.
     """
 
     seed: int = 0
@@ -196,6 +198,7 @@ class NemoParams(_Section):
     check_changed_only: bool = True
     check_instances: bool = True
     check_pose: bool = True
+    check_attire: bool = True
     check_instance_min_score: Annotated[float, Field(gt=0, le=1)] = 0.8
     check_instance_search: Literal["coarse-to-fine", "exhaustive"] = "coarse-to-fine"
 

@@ -7,7 +7,7 @@ so with a probe those scenes are passed over, as stage 2 does for short montages
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Mapping
 
 import expand_cases as ec
 import pytest
@@ -36,8 +36,8 @@ class _SeesEverything:
         self.scene_ids = scene_ids
         self.asked: list[tuple[str, str]] = []
 
-    def evidence(self, scene: Scene, target: Target, *,
-                 named: Collection[str] = ()) -> Refusal | None:
+    def evidence(self, scene: Scene, target: Target, *, named: Collection[str] = (),
+                 attire: Mapping[str, str] | None = None) -> Refusal | None:
         assert target.target_object is not None
         label = target.target_object.tag
         self.asked.append((scene.scene_id, label))
@@ -111,8 +111,8 @@ class _Expecting(_SeesEverything):
         self.told += len(pairs)
         return len(pairs)
 
-    def evidence(self, scene: Scene, target: Target, *,
-                 named: Collection[str] = ()) -> Refusal | None:
+    def evidence(self, scene: Scene, target: Target, *, named: Collection[str] = (),
+                 attire: Mapping[str, str] | None = None) -> Refusal | None:
         assert target.target_object is not None
         pair = (scene.scene_id, target.target_object.object_id)
         if pair not in self.expected:

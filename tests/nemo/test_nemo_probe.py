@@ -10,7 +10,7 @@ on the hand-built tables with a probe that answers from a fixed list of sighting
 from __future__ import annotations
 
 import random
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 
 import numpy as np
 import pytest
@@ -206,8 +206,8 @@ class _Listed:
     def __init__(self, label: str, scene_ids: set[str]) -> None:
         self.label, self.scene_ids, self.asked = label, scene_ids, []
 
-    def evidence(self, scene: Scene, target: Target, *,
-                 named: Collection[str] = ()) -> Refusal | None:
+    def evidence(self, scene: Scene, target: Target, *, named: Collection[str] = (),
+                 attire: Mapping[str, str] | None = None) -> Refusal | None:
         labels = [target.target_object.tag] if target.target_object is not None else []
         labels += sorted(named)
         for label in labels:

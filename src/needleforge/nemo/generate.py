@@ -72,6 +72,7 @@ from needleforge.records import (
     Verification,
     Video,
 )
+from needleforge.records.attire import described_attire
 from needleforge.records.phrases import normalize
 
 if TYPE_CHECKING:
@@ -277,18 +278,19 @@ def drawable_scenes(targets: Sequence[Target], tables: SceneTables, *,
 
 def _acceptor(
     target: Target, probe: NegativeProbe | None, rejected: list[RejectedNegative], *,
-    excluded: frozenset[str],
+    excluded: frozenset[str], attire: Mapping[str, str],
 ) -> Callable[[Scene], bool] | None:
     """The plan's ``accept`` check for ``target``: probe each negative for the object's
-    label and for everything else the question names (``excluded``), noting every refusal
-    in ``rejected``; None when there is nothing to check."""
+    label and for everything else the question names (``excluded``; people it describes by
+    their clothes, ``attire``, only in clothes that could be those), noting every refusal in
+    ``rejected``; None when there is nothing to check."""
     own = {normalize(target.target_object.tag)} if target.target_object is not None else set()
     named = excluded - own
     if probe is None or (target.target_object is None and not named):
         return None
 
     def accept(scene: Scene) -> bool:
-        refusal: Refusal | None = probe.evidence(scene, target, named=named)
+        refusal: Refusal | None = probe.evidence(scene, target, named=named, attire=attire)
         if refusal is not None:
             rejected.append(RejectedNegative(target.target_id, refusal.sighting,
                                              refusal.check))
@@ -316,11 +318,14 @@ def _plan_one(
     if written.needle_type != target.needle_type:
         raise NemoError(f"describer {backends.describer.name} wrote a {written.needle_type} "
                         f"needle for {target.needle_type} target {target.target_id}")
-    excluded = excluded_terms(target, tables, text=f"{written.description}\n{written.question}")
-    negatives = select_negatives(target, tables, params=params, rng=rng, excluded=excluded)
+    text = f"{written.description}\n{written.question}"
+    excluded = excluded_terms(target, tables, text=text)
+    attire = described_attire(text, excluded) if params.check_attire else {}
+    negatives = select_negatives(target, tables, params=params, rng=rng, excluded=excluded,
+                                 attire=attire)
     plan = plan_short_montage(target, negatives, params=params, rng=rng,
                               accept=_acceptor(target, backends.probe, rejected,
-                                               excluded=excluded))
+                                               excluded=excluded, attire=attire))
     if isinstance(plan, PlanSkip):
         return SkipRecord(target.target_id, target.needle_type, "plan",
                           f"{plan.reason}; negatives may hold none of {sorted(excluded)}")

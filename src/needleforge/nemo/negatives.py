@@ -17,6 +17,11 @@ footage a common label ("person": an arm, a hand, a poster) is among the top tag
 every scene, and excluding it emptied every pool although no question named it. So the
 question is written first, and a scene that shows anything it names is never a negative.
 
+People the question describes by their clothes ("the person in black") are excluded by that
+description, not by the word (:mod:`needleforge.records.attire`): a scene whose every person
+track wears a clearly other colour may serve, while a person of a near colour, a person whose
+clothes were not measured, or a "person" tag with no track to compare keeps it out.
+
 The eligible scenes are listed by scene index and shuffled with the caller's seeded
 ``random.Random``, so the order depends only on the seed and the tables.
 """
@@ -24,11 +29,13 @@ The eligible scenes are listed by scene index and shuffled with the caller's see
 from __future__ import annotations
 
 import random
+from collections.abc import Mapping
 
 from needleforge.config import NemoParams
 from needleforge.nemo.tables import SceneTables
 from needleforge.nemo.targets import Target
 from needleforge.records import Scene
+from needleforge.records.attire import could_be
 from needleforge.records.phrases import ATTRIBUTE_WORDS, holds, named_terms, normalize
 
 _EPS = 1e-9
@@ -47,20 +54,36 @@ def excluded_terms(target: Target, tables: SceneTables, *, text: str) -> frozens
     return frozenset(named | {t for t in vocabulary if holds(named, t)})
 
 
-def clashes(scene: Scene, tables: SceneTables, *, excluded: frozenset[str]) -> list[str]:
-    """The excluded terms ``scene`` holds, sorted (empty when it may be a negative)."""
-    terms = tables.view(scene).terms
-    return sorted(term for term in excluded if holds(terms, term))
+def clashes(scene: Scene, tables: SceneTables, *, excluded: frozenset[str],
+            attire: Mapping[str, str] | None = None) -> list[str]:
+    """The excluded terms ``scene`` holds, sorted (empty when it may be a negative). A term
+    in ``attire`` (``{"person": "black"}``) is held only by a track that could be the person
+    described, or by a tag no track of it backs."""
+    view = tables.view(scene)
+    terms = view.terms
+    dressed = {normalize(k): v for k, v in (attire or {}).items()}
+    held = []
+    for term in sorted(excluded):
+        if not holds(terms, term):
+            continue
+        colour = dressed.get(term)
+        if colour is not None:
+            tracks = [o for o in view.objects if holds((o.tag,), term)]
+            if tracks and not any(could_be(colour, o.attributes.colour) for o in tracks):
+                continue
+        held.append(term)
+    return held
 
 
 def select_negatives(
     target: Target, tables: SceneTables, *, params: NemoParams, rng: random.Random,
-    excluded: frozenset[str] | None = None,
+    excluded: frozenset[str] | None = None, attire: Mapping[str, str] | None = None,
 ) -> list[Scene]:
     """Every eligible negative scene of ``target``, in a seeded random order.
 
     ``excluded`` is what a negative may not hold (:func:`excluded_terms` of the written
-    question); None = the object's label only (nothing for a scene needle).
+    question); None = the object's label only (nothing for a scene needle). ``attire``: the
+    people the question describes by their clothes (:func:`clashes`).
 
     Raises:
         ValueError: when the target's video has no scenes in ``tables``.
@@ -74,7 +97,7 @@ def select_negatives(
         scene for scene in scenes
         if scene.scene_id != target.scene.scene_id
         and scene.duration_s + _EPS >= params.min_negative_s
-        and not clashes(scene, tables, excluded=excluded)
+        and not clashes(scene, tables, excluded=excluded, attire=attire)
     ]
     rng.shuffle(pool)
     return pool

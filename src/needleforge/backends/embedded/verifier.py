@@ -26,6 +26,10 @@ inputs than the ones that produced the claim (rules and thresholds: :mod:`.confi
    question names people, a body pose anywhere in a frame (``negative-pose``, MoveNet on
    the whole frame: legs walking past that no detector boxes): negatives are
    chosen to hold nothing the question names, so a sighting means the tables missed it.
+   A person the question describes by clothing colour ("the person in black") refuses a
+   negative only when a person seen there could be dressed so, or cannot be measured
+   (:mod:`needleforge.records.attire`); a body pose on a frame where the detector boxed
+   only people in other clothes is one of them.
 
 A claim that no rule confirms fails as ``"unconfirmed: ..."`` listing what each rule saw; a
 rule that contradicts fails as ``"refused by <rule>: ..."``. No keyframes at all:
@@ -59,7 +63,9 @@ from needleforge.backends.embedded.labels import COCO_LABELS
 from needleforge.backends.embedded.writer import EmbeddedVerifier, verify_object, verify_scene
 from needleforge.backends.writing import SceneView, TargetView, Verdict, VerifyRequest
 from needleforge.errors import BackendError
-from needleforge.records import ObjectTrack
+from needleforge.objects.attributes import clothing_colour
+from needleforge.records import Detection, ObjectTrack
+from needleforge.records.attire import could_be, described_attire
 from needleforge.records.phrases import (
     ATTRIBUTE_WORDS,
     MAX_EXACT_COUNT,
@@ -122,7 +128,7 @@ class LookingVerifier(EmbeddedVerifier):
     @property
     def version(self) -> str:
         """Bumped whenever a rule or threshold here or in :mod:`.confirm` changes."""
-        return "2"
+        return "3"
 
     def verify(self, request: VerifyRequest) -> Verdict:
         """Pass only when the tables pass, every claim is confirmed by a second signal on
@@ -257,8 +263,9 @@ class LookingVerifier(EmbeddedVerifier):
     def _negatives_verdict(self, request: VerifyRequest, labels: Sequence[str], reason: str,
                            confirmed: Sequence[c.Confirmation]) -> Verdict:
         looked = 0
+        attire = described_attire(f"{request.description}\n{request.question}", labels)
         for negative in request.negatives:
-            refusal = self._negative_refusal(negative, labels)
+            refusal = self._negative_refusal(negative, labels, attire)
             if refusal is not None:
                 return Verdict(False, refusal)
             looked += len(negative.keyframes)
@@ -268,30 +275,50 @@ class LookingVerifier(EmbeddedVerifier):
                              f"{len(request.negatives)} negatives shows {shown} on "
                              f"{looked} frames")
 
-    def _negative_refusal(self, negative: SceneView, labels: Sequence[str]) -> str | None:
+    def _negative_refusal(self, negative: SceneView, labels: Sequence[str],
+                          attire: dict[str, str]) -> str | None:
         sid = negative.scene.scene_id
         if labels and not negative.keyframes:
             return f"unconfirmed: negative {sid} has no frames to look at"
+        detections = self._eyes.detections(sid)
         for label in labels:
-            found = c.sightings(label, negative.keyframes, detections=self._eyes.detections(sid),
+            found = c.sightings(label, negative.keyframes, detections=detections,
                                 min_score=self._negative_min, check=self._eyes.shows_pose)
+            colour = attire.get(label)
+            if colour is not None:
+                found = [d for d in found if could_be(colour, self._attire(negative, d))]
             if found:
                 best = found[0]
-                return (f"refused by negative-redetect: negative {sid} shows {label!r} at "
-                        f"t={best.t_s:.2f} s (score {best.score:.2f}, "
+                dressed = f" dressed as described ({colour})" if colour is not None else ""
+                return (f"refused by negative-redetect: negative {sid} shows {label!r}{dressed} "
+                        f"at t={best.t_s:.2f} s (score {best.score:.2f}, "
                         f"{len(found)} sightings)")
-        if any(is_person(label) for label in labels):
-            return self._negative_pose(negative)
+        people = [label for label in labels if is_person(label)]
+        if people:
+            return self._negative_pose(negative, qualified=all(p in attire for p in people))
         return None
 
-    def _negative_pose(self, negative: SceneView) -> str | None:
+    def _attire(self, negative: SceneView, found: Detection) -> str:
+        """The clothing colour of the person ``found`` on its frame of ``negative``."""
+        frame = next(k for k in negative.keyframes if k.t_s == found.t_s)
+        return clothing_colour(frame.image, found.box)
+
+    def _negative_pose(self, negative: SceneView, *, qualified: bool = False) -> str | None:
         """A body pose anywhere in a negative's frames: people the detector does not box
-        (legs walking past, a back turned) still show one, and the question names people."""
+        (legs walking past, a back turned) still show one, and the question names people.
+        ``qualified`` (every person named is described by clothes): a pose on a frame where
+        the detector boxed people, all dressed otherwise (the redetect step let them
+        through), is one of those people."""
+        boxed = self._eyes.detections(negative.scene.scene_id)
         for frame in negative.keyframes:
             count = int((self._eyes.keypoints(frame.image) >= c.POSE_MIN_KEYPOINT).sum())
-            if count >= c.NEGATIVE_POSE_MIN_KEYPOINTS:
-                return (f"refused by negative-pose: negative {negative.scene.scene_id} shows a "
-                        f"body pose ({count} keypoints) at t={frame.t_s:.2f} s")
+            if count < c.NEGATIVE_POSE_MIN_KEYPOINTS:
+                continue
+            if qualified and any(is_person(d.label) and d.score >= self._negative_min
+                                 for d in boxed(frame)):
+                continue
+            return (f"refused by negative-pose: negative {negative.scene.scene_id} shows a "
+                    f"body pose ({count} keypoints) at t={frame.t_s:.2f} s")
         return None
 
 

@@ -58,12 +58,14 @@ from needleforge.backends.writing import (
 )
 from needleforge.config import DEFAULT_ABSTRACT_LABELS
 from needleforge.records import NeedleType, ObjectTrack
+from needleforge.records.attire import could_be
 from needleforge.records.phrases import (
     ATTRIBUTE_WORDS,
     UNTELLABLE_MARK,
     copied_phrase,
     count_phrase,
     holds,
+    is_person,
     named_colours,
     named_positions,
     named_terms,
@@ -122,7 +124,7 @@ def _object_clash(
     carriers = [o for o in negative.objects if holds((o.tag,), label)]
     for obj in carriers:
         colour, position = obj.attributes.colour.strip(), obj.attributes.position.strip()
-        if colours and colour and colour not in colours:
+        if colours and colour and not _could_be(label, colours, colour):
             continue
         if positions and position and position not in positions:
             continue
@@ -130,6 +132,14 @@ def _object_clash(
     if not carriers and holds(negative.tag_names, label):
         return f"negative {sid} is tagged with {label!r} and has no tracked object to compare"
     return None
+
+
+def _could_be(label: str, colours: frozenset[str], colour: str) -> bool:
+    """Whether an object of ``colour`` could be the one described in ``colours``: for people
+    (clothing) any near colour counts (:func:`needleforge.records.attire.could_be`)."""
+    if is_person(label):
+        return any(could_be(named, colour) for named in colours)
+    return colour in colours
 
 
 def _target_mismatch(
@@ -285,6 +295,7 @@ class EmbeddedDescriber:
         if "(object " in description or UNTELLABLE_MARK in description:
             return Skip(f"object {obj.object_id}: referring expression {description!r} cannot "
                         f"tell it apart from the look-alikes in its scene")
+        description = _dressed(description, obj)
         template_id, text = choose_template("object", key=obj.object_id, seed=self._seed)
         return WrittenNeedle("object", description, text.format(obj=description), template_id)
 
@@ -331,6 +342,19 @@ class EmbeddedDescriber:
                         f"{sorted(view.common_terms) or 'nothing'})")
         template_id, text = choose_template("scene", key=view.scene.scene_id, seed=self._seed)
         return WrittenNeedle("scene", sentence(clause), text.format(scene=clause), template_id)
+
+
+def _dressed(description: str, obj: ObjectTrack) -> str:
+    """``description`` with a person's clothing colour when it is known and not named yet
+    ("the person on the left" → "the person in black on the left"): people are told by
+    what they wear, and a negative showing people in other clothes can then serve
+    (:mod:`needleforge.records.attire`)."""
+    label, colour = normalize(obj.tag), obj.attributes.colour.strip()
+    spans = term_spans(description, (label,)).get(label)
+    if not is_person(label) or not colour or not spans or named_colours(description):
+        return description
+    start, end = spans[0]
+    return f"{description[:start]}{with_colour(label, colour)}{description[end:]}"
 
 
 class EmbeddedVerifier:

@@ -19,6 +19,7 @@ from needleforge.nemo.ahead import WORKER_MODEL_THREADS
 from needleforge.nemo.checks.instance import InstanceMatcher
 from needleforge.nemo.checks.negative_scan import TiledProbe
 from needleforge.nemo.video_keyframes import VERIFY_PER_SCENE, VideoKeyframes
+from needleforge.objects.attributes import clothing_colour
 from needleforge.records import Scene, SceneScan, Video
 
 
@@ -97,7 +98,8 @@ def _build(params: NemoParams, by_id: dict[str, Video], registry: Registry, *,
                       overlap=params.check_overlap, min_score=params.check_min_score,
                       detector_spec=spec, instances=matcher, pose=pose,
                       pose_only=frames.extra_times if pose is not None else None,
-                      worker=worker, gate=params.check_changed_only)
+                      worker=worker, gate=params.check_changed_only,
+                      attire=clothing_colour if params.check_attire else None)
 
 
 def scan_scenes(

@@ -50,7 +50,7 @@ from __future__ import annotations
 import dataclasses
 import operator
 import time
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from concurrent.futures import Future
 from types import TracebackType
 from typing import Literal, Protocol, runtime_checkable
@@ -68,7 +68,8 @@ from needleforge.nemo.checks.tiles import Tile, detect_tiled, tile_grid
 from needleforge.nemo.targets import Target
 from needleforge.nemo.video_keyframes import VideoKeyframes
 from needleforge.records import Box, ObjectTrack, Scene, SceneScan, Sighting
-from needleforge.records.phrases import holds, normalize
+from needleforge.records.attire import UNKNOWN, could_be, sighting_label, split_sighting_label
+from needleforge.records.phrases import holds, is_person, normalize
 
 FloatArray = npt.NDArray[np.float64]
 #: A whole frame showing a body pose is a person: the looking verifier's thresholds, so the
@@ -78,6 +79,10 @@ POSE_MIN_KEYPOINTS = NEGATIVE_POSE_MIN_KEYPOINTS
 
 #: Frames decoded for a scene; same shape as generate's keyframe source.
 FrameSource = Callable[[Scene], Sequence[Keyframe]]
+#: The clothing colour of the person in a box of a frame ("" when it cannot be measured).
+AttireColour = Callable[[RGBImage, Box], str]
+#: Part of :attr:`TiledProbe.key` when people's clothing colours are recorded.
+ATTIRE_SPEC = "attire"
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -108,10 +113,12 @@ class _Look:
 class NegativeProbe(Protocol):
     """Answers "does ``scene`` show the object target after all?" for negative candidates."""
 
-    def evidence(self, scene: Scene, target: Target, *,
-                 named: Collection[str] = ()) -> Refusal | None:
+    def evidence(self, scene: Scene, target: Target, *, named: Collection[str] = (),
+                 attire: Mapping[str, str] | None = None) -> Refusal | None:
         """Why ``scene`` may not be a negative of ``target`` (the object's label, or one of
-        the other ``named`` labels its question names, seen there), or None."""
+        the other ``named`` labels its question names, seen there), or None. A label in
+        ``attire`` (people described by their clothing colour) refuses only when a person
+        seen could be the one described (:func:`needleforge.records.attire.could_be`)."""
         ...
 
 
@@ -194,6 +201,11 @@ class TiledProbe:
             no looking ahead.
         gate: give the detector only the part of each frame that changed since the scene's
             earlier frames (:class:`~needleforge.nemo.checks.change_gate.ChangeGate`).
+        attire: measures the clothing colour of each person the detector boxes; each
+            colour seen is kept as a sighting of its own (``person~black``; ``person~`` for
+            a person it cannot measure, and for a body pose in a scene where the detector
+            boxed nobody), so :meth:`evidence` can let a negative with people in other
+            clothes serve "the person in black" (:mod:`needleforge.records.attire`).
 
     Raises:
         ValueError: a bad grid or ``min_score`` outside [0, 1].
@@ -206,7 +218,8 @@ class TiledProbe:
                  pose: Callable[[RGBImage], FloatArray] | None = None,
                  pose_min_keypoints: int = POSE_MIN_KEYPOINTS,
                  pose_only: Callable[[Scene], Collection[float]] | None = None,
-                 worker: Callable[[], TiledProbe] | None = None, gate: bool = False) -> None:
+                 worker: Callable[[], TiledProbe] | None = None, gate: bool = False,
+                 attire: AttireColour | None = None) -> None:
         tile_grid(64, 64, cols=cols, rows=rows, overlap=overlap)  # validates the grid
         if not 0.0 <= min_score <= 1.0:
             raise ValueError(f"min_score = {min_score!r} must be in [0, 1]")
@@ -220,8 +233,10 @@ class TiledProbe:
                     f"grid {cols}x{rows}/{overlap:g} min {min_score:g}"
                     + (f" pose>={pose_min_keypoints}" if pose is not None else "")
                     + (" extras pose-only" if pose_only is not None else "")
-                    + (f" {GATE_SPEC}" if gate else ""))
+                    + (f" {GATE_SPEC}" if gate else "")
+                    + (f" {ATTIRE_SPEC}" if attire is not None else ""))
         self._gated = gate
+        self._attire = attire
         self._pose, self._pose_min, self._pose_only = pose, pose_min_keypoints, pose_only
         self._scans: dict[str, SceneScan] = {}
         self._new: list[str] = []
@@ -259,12 +274,15 @@ class TiledProbe:
             out.extend(self.instances.new_scans())
         return out
 
-    def evidence(self, scene: Scene, target: Target, *,
-                 named: Collection[str] = ()) -> Refusal | None:
+    def evidence(self, scene: Scene, target: Target, *, named: Collection[str] = (),
+                 attire: Mapping[str, str] | None = None) -> Refusal | None:
         """Why ``scene`` may not be a negative of ``target``: the object target's label or
         one of the other ``named`` labels (what its question names: "two people and a tie")
         seen in the scene's scan, else the object itself seen (the instance check, when on);
         None when nothing was found. A scene target with nothing ``named`` is never scanned.
+        A label in ``attire`` ("the person in black": ``{"person": "black"}``) refuses only
+        for a person seen whose clothing could be the described colour, or could not be
+        measured; a probe without ``attire`` measurement refuses on the label alone.
 
         Raises:
             MediaError: a video cannot be decoded. BackendError: the detector fails.
@@ -273,8 +291,11 @@ class TiledProbe:
         labels = dict.fromkeys([*([track.tag] if track is not None else []), *sorted(named)])
         if not labels:
             return None
+        qualified = {normalize(k): v for k, v in (attire or {}).items()}
         for label in labels:
-            seen = self.sighting(scene, label)
+            colour = qualified.get(normalize(label)) if self._attire is not None else None
+            seen = (self.sighting(scene, label) if colour is None
+                    else self._dressed_alike(scene, label, colour))
             if seen is not None:
                 return Refusal("label", seen)
         if track is not None and self.instances is not None:
@@ -335,6 +356,16 @@ class TiledProbe:
         """
         wanted = normalize(label)
         found = [s for s in self.scan(scene).sightings if holds((s.label,), wanted)]
+        return max(found, key=lambda s: s.score, default=None)
+
+    def _dressed_alike(self, scene: Scene, label: str, colour: str) -> Sighting | None:
+        """The best sighting of a ``label`` whose clothing could be ``colour`` (or could not
+        be measured), from the scan's per-colour sightings; None when every person seen
+        wears something else."""
+        wanted = normalize(label)
+        found = [s for s in self.scan(scene).sightings
+                 if (parts := split_sighting_label(s.label)) is not None
+                 and holds((parts[0],), wanted) and could_be(colour, parts[1])]
         return max(found, key=lambda s: s.score, default=None)
 
     def scan(self, scene: Scene) -> SceneScan:
@@ -413,10 +444,13 @@ class TiledProbe:
         pose_only = self._pose_only(scene) if self._pose_only is not None else ()
         detected, area = 0, 0.0
         gate = ChangeGate() if self._gated else None  # one per look: workers share nothing
+        bodies: list[Sighting] = []
         for frame in frames:
             body = self._body(scene, frame)
-            if body is not None and ("person" not in best or body.score > best["person"].score):
-                best["person"] = body
+            if body is not None:
+                bodies.append(body)
+                if "person" not in best or body.score > best["person"].score:
+                    best["person"] = body
             if frame.t_s in pose_only:
                 continue
             height, width = frame.image.shape[:2]
@@ -436,6 +470,17 @@ class TiledProbe:
                 if det.score >= self.min_score and (name not in best
                                                     or det.score > best[name].score):
                     best[name] = Sighting(scene.scene_id, name, det.score, det.t_s, det.box)
+                if self._attire is not None and det.score >= self.min_score \
+                        and is_person(name):
+                    _keep(best, Sighting(scene.scene_id, sighting_label(
+                        name, self._attire(frame.image, det.box)), det.score, det.t_s,
+                        det.box))
+        if self._attire is not None and bodies and not any(
+                (parts := split_sighting_label(k)) is not None and is_person(parts[0])
+                for k in best):
+            # A pose where the detector boxed nobody: a person whose clothes are not known.
+            for body in bodies:
+                _keep(best, dataclasses.replace(body, label=sighting_label("person", UNKNOWN)))
         sightings = tuple(best[name] for name in sorted(best))
         scan = SceneScan(scene.scene_id, self.key, len(frames), sightings)
         return _Look(scan, detected, time.perf_counter() - started, area)
@@ -463,3 +508,9 @@ class TiledProbe:
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
         self.close()
+
+
+def _keep(best: dict[str, Sighting], sighting: Sighting) -> None:
+    """Keep ``sighting`` when it is the best of its label so far."""
+    if sighting.label not in best or sighting.score > best[sighting.label].score:
+        best[sighting.label] = sighting
