@@ -31,7 +31,6 @@ from needleforge.records.phrases import COLOUR_NAMES, is_person, normalize
 
 #: The colours a viewer could take for each described colour (symmetric; each holds itself).
 #: Dark colours run together under studio or street light, and so do pale ones.
-NEAR_COLOURS: dict[str, frozenset[str]] = {}
 _NEAR_PAIRS: tuple[tuple[str, str], ...] = (
     ("black", "grey"), ("black", "brown"), ("black", "blue"), ("black", "purple"),
     ("white", "grey"), ("white", "pink"), ("white", "yellow"),
@@ -43,10 +42,11 @@ _NEAR_PAIRS: tuple[tuple[str, str], ...] = (
     ("blue", "purple"),
     ("purple", "pink"),
 )
-for _colour in COLOUR_NAMES:
-    NEAR_COLOURS[_colour] = frozenset(
-        {_colour} | {b for a, b in _NEAR_PAIRS if a == _colour}
-        | {a for a, b in _NEAR_PAIRS if b == _colour})
+NEAR_COLOURS: dict[str, frozenset[str]] = {
+    colour: frozenset({colour} | {b for a, b in _NEAR_PAIRS if a == colour}
+                      | {a for a, b in _NEAR_PAIRS if b == colour})
+    for colour in COLOUR_NAMES
+}
 #: What a person whose clothing colour could not be measured is recorded as.
 UNKNOWN = ""
 #: How a probe's per-colour person sighting is labelled: ``person~black``, ``person~`` for a
