@@ -14,6 +14,15 @@ from needleforge.params_base import Section as _Section
 #: Labels one object may get on different keyframes: the COCO detector calls one van "car"
 #: on one frame and "truck" on the next. Fragments of one object are merged across a family.
 DEFAULT_LABEL_FAMILIES: tuple[tuple[str, ...], ...] = (("bus", "car", "truck"),)
+#: Labels the COCO detector gives one thing under two names (a cockatoo as "bird" and
+#: "teddy bear" with the same box; a cat as "dog"). Unlike families, a label may be in several
+#: groups; they merge only tracks on one box, or at one place in a still shot.
+DEFAULT_CONFUSABLE_LABELS: tuple[tuple[str, ...], ...] = (
+    ("bird", "teddy bear"), ("cat", "dog"), ("bear", "teddy bear"), ("cat", "teddy bear"),
+    ("dog", "teddy bear"), ("cow", "horse", "sheep"), ("bed", "bench", "chair", "couch"),
+    ("laptop", "tv"), ("bowl", "cup", "vase", "wine glass"), ("microwave", "oven", "toaster"),
+    ("cake", "donut", "pizza", "sandwich"), ("bicycle", "motorcycle"),
+)
 
 
 class ObjectParams(_Section):
@@ -35,7 +44,14 @@ class ObjectParams(_Section):
     * fragments of one object are merged before anything is counted or ranked: tracks of one
       label (or of one of ``label_families``) that follow each other within ``merge_gap_s``
       and whose boxes line up (predicted centre within ``merge_max_dist``), or that overlap
-      in time with boxes of IoU >= ``merge_iou`` on shared keyframes.
+      in time with boxes of IoU >= ``merge_iou`` on shared keyframes;
+    * tracks of one family or of one ``confusable_labels`` group are also one object when
+      their boxes agree with IoU >= ``merge_label_iou`` wherever both were seen (two labels on
+      one box), or when both stand still and the second takes up the first's place (IoU >=
+      ``merge_static_iou``) within ``merge_static_gap_s``: counts are of objects, not tracks;
+    * with ``crop_check``, the tagger looks at up to ``crop_keyframes`` crops of each track
+      whose label it can judge (:mod:`needleforge.objects.families`): a detector word it
+      contradicts is not written, and vehicles get the finer word it confirms ("van").
 
     **Scene tags.** The tagger sees ``tag_keyframes_per_scene`` keyframes spread over each
     scene (``None``: every keyframe). A tag counts only by consensus: it must be among the
@@ -58,6 +74,12 @@ class ObjectParams(_Section):
     merge_max_dist: Annotated[float, Field(ge=0, le=1.5)] = 0.2
     merge_iou: Annotated[float, Field(gt=0, le=1)] = 0.5
     label_families: tuple[tuple[str, ...], ...] = DEFAULT_LABEL_FAMILIES
+    merge_label_iou: Annotated[float, Field(gt=0, le=1)] = 0.7
+    merge_static_gap_s: Annotated[float, Field(ge=0, le=600)] = 30.0
+    merge_static_iou: Annotated[float, Field(gt=0, le=1)] = 0.5
+    confusable_labels: tuple[tuple[str, ...], ...] = DEFAULT_CONFUSABLE_LABELS
+    crop_check: bool = True
+    crop_keyframes: Annotated[int, Field(ge=1, le=16)] = 3
     min_tag_score: Annotated[float, Field(ge=0, le=1)] = 0.3
     min_tag_keyframes: Annotated[int, Field(ge=1)] = 2
     detector: Annotated[str, Field(min_length=1)] = "embedded"
@@ -82,3 +104,13 @@ class ObjectParams(_Section):
                                      f"and label_families[{index}]")
                 seen[label] = index
         return tuple(tuple(" ".join(lb.lower().split()) for lb in f) for f in value)
+
+    @field_validator("confusable_labels")
+    @classmethod
+    def _confusable(cls, value: tuple[tuple[str, ...], ...]) -> tuple[tuple[str, ...], ...]:
+        groups = tuple(tuple(" ".join(lb.lower().split()) for lb in g) for g in value)
+        for index, group in enumerate(groups):
+            if len(set(group)) < 2 or not all(group):
+                raise ValueError(f"confusable_labels[{index}] = {list(value[index])!r} must "
+                                 f"name at least two different non-empty labels")
+        return groups

@@ -2,8 +2,9 @@
 
 For each video: PySceneDetect cuts it into scenes that tile it, the subtitle sidecar is
 attached to the scenes it overlaps, keyframes are sampled in one sequential decode, and every
-keyframe goes through the tagger and detector; per scene the detections become tracked
-objects with attributes and referring expressions. The result is one
+keyframe goes through the detector (and a few per scene through the tagger); per scene the
+detections become tracked objects — the tagger taking a second look at the crops of those whose
+word it can judge — with attributes and referring expressions. The result is one
 :class:`~needleforge.records.Representation`, which the caller stores as a unit.
 
 Memory stays flat in the video's length: keyframes are held one scene at a time.
@@ -226,6 +227,7 @@ def _represent_scene(
         [(f.t_s, f.image) for f in frames], detections, scene_id=scene_id,
         scene_start_s=start_s, scene_end_s=end_s, params=params,
         backend=models.detector.name, model_version=models.detector.version,
+        crop_tagger=functools.partial(_tag_crop, models.tagger, scene_id),
     )
     merged = scene_tags(tag_lists, objects, min_score=params.min_tag_score,
                         min_keyframes=params.min_tag_keyframes,
@@ -236,6 +238,12 @@ def _represent_scene(
     if models.text_reader is not None:
         tags += _ocr_tags(scene_id, frames, models.text_reader)
     return tags, objects
+
+
+def _tag_crop(tagger: Tagger, scene_id: str, crop: Image, t_s: float) -> list[TagScore]:
+    """The tagger's answer for one object's crop (the second look of
+    :mod:`needleforge.objects.settle`), checked like every backend answer."""
+    return _backend_call(tagger, TagScore, scene_id, t_s, functools.partial(tagger.tag, crop))
 
 
 _R = TypeVar("_R", Detection, TagScore)

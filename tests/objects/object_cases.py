@@ -22,11 +22,13 @@ def timeline(times: Sequence[float], *detections: Detection) -> list[tuple[float
 def params(**overrides: object) -> ObjectParams:
     """Tracker params with test-friendly defaults (every hit kept unless said otherwise).
 
-    Fragment merging is off (``merge_gap_s = 0``, no label families) so that tests of the
-    tracker see its tracks as it made them; the merging tests turn it on.
+    Fragment merging is off (``merge_gap_s = merge_static_gap_s = 0``, no label families or
+    confusable groups) so that tests of the tracker see its tracks as it made them; the
+    merging tests turn it on.
     """
     base: dict[str, object] = {"iou_threshold": 0.3, "max_centroid_dist": 0.1,
                                "max_gap_s": 1.0, "min_hits": 1, "min_detection_score": 0.0,
-                               "merge_gap_s": 0.0, "label_families": ()}
+                               "merge_gap_s": 0.0, "label_families": (),
+                               "merge_static_gap_s": 0.0, "confusable_labels": ()}
     base.update(overrides)
     return ObjectParams.model_validate(base)

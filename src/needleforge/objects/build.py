@@ -17,6 +17,7 @@ import numpy.typing as npt
 from needleforge.config import ObjectParams
 from needleforge.objects.attributes import dominant_colour, position_name, size_ranks
 from needleforge.objects.expressions import referring_expressions
+from needleforge.objects.settle import CropTagger, settle_tracks
 from needleforge.objects.tracker import TIME_EPS, track_objects
 from needleforge.records import Detection, ObjectAttributes, ObjectTrack, TagScore, object_id_for
 
@@ -55,6 +56,7 @@ def build_objects(
     params: ObjectParams,
     backend: str,
     model_version: str,
+    crop_tagger: CropTagger | None = None,
 ) -> list[ObjectTrack]:
     """The object records of one scene, indexed in track order (start time, label, place).
 
@@ -64,6 +66,11 @@ def build_objects(
     keyframe image of its median hit (the middle one, the earlier of two) and its position
     from that box; sizes are ranked across the scene and referring expressions are unique
     within it. ``backend``/``model_version`` name the detector that produced the boxes.
+
+    Before anything is described, each track's word is settled
+    (:func:`~needleforge.objects.settle.settle_tracks`): with ``crop_tagger`` (and
+    ``params.crop_check``) the tagger looks at crops of the tracks whose labels it can judge,
+    so a detector word it contradicts is not written and a van is "van", not "car".
 
     Raises ``ValueError`` when ``backend`` or ``model_version`` is empty, keyframe times do
     not increase, an image is missing for a tracked keyframe, or for the reasons
@@ -75,6 +82,10 @@ def build_objects(
     times = _keyframe_times(keyframes, scene_id=scene_id)
     raw = track_objects(detections_by_time, scene_id=scene_id, scene_start_s=scene_start_s,
                         scene_end_s=scene_end_s, params=params)
+    raw = settle_tracks(raw, lambda t_s: _image_at(keyframes, times, t_s, scene_id=scene_id),
+                        tagger=crop_tagger if params.crop_check else None,
+                        crop_keyframes=params.crop_keyframes,
+                        confusable_groups=params.confusable_labels)
     tracks: list[ObjectTrack] = []
     for index, (track, rank) in enumerate(zip(raw, size_ranks(raw), strict=True)):
         median = track.boxes[(len(track.boxes) - 1) // 2]

@@ -16,8 +16,9 @@ from keyframe to keyframe, not dense optical flow:
   ascending — each track and each detection at most once. Unmatched detections start tracks.
 * **Filtering.** Detections scoring below ``min_detection_score``, and boxes covering more
   than ``max_box_area_frac`` of the frame, are ignored before association.
-* **Fragments.** Tracks of one object (one label family, lined up in time and place) are
-  merged (:mod:`needleforge.objects.fragments`); then tracks with fewer than ``min_hits``
+* **Fragments.** Tracks of one object (one label family, lined up in time and place; two
+  confusable labels on one box; one place in a still shot) are merged
+  (:mod:`needleforge.objects.fragments`); then tracks with fewer than ``min_hits``
   detections are dropped.
 
 Everything is deterministic: ties break on input order and tracks come back sorted by start
@@ -33,7 +34,7 @@ from collections.abc import Sequence
 from statistics import fmean
 
 from needleforge.config import ObjectParams
-from needleforge.objects.fragments import merge_fragments
+from needleforge.objects.fragments import LabelEvidence, MergeRules, merge_fragments
 from needleforge.records import Box, Detection, TimedBox
 
 #: Tolerance on times (seconds): keyframe timestamps come from float arithmetic.
@@ -51,11 +52,16 @@ class RawTrack:
     on a single keyframe has ``visible_s == 0``. The intervals are disjoint and lie inside
     ``[start_s, end_s]``, hence ``0 <= visible_s <= end_s - start_s`` always, as
     :class:`~needleforge.records.ObjectTrack` requires.
+
+    ``labels`` is what the detector called the object, most evidence first (see
+    :mod:`~needleforge.objects.fragments`); empty when not recorded. A track that switched
+    between "car" and "truck" keeps both here while ``label`` holds one.
     """
 
     label: str
     detections: tuple[Detection, ...]
     visible_s: float
+    labels: tuple[LabelEvidence, ...] = ()
 
     def __post_init__(self) -> None:
         if not self.detections:
@@ -227,15 +233,27 @@ def track_objects(
                 builder = _Builder(hits=[det])
                 builders.append(builder)
                 open_tracks.append(builder)
-    merged = merge_fragments([tuple(b.hits) for b in builders], families=params.label_families,
-                             gap_s=params.merge_gap_s, max_dist=params.merge_max_dist,
-                             min_iou=params.merge_iou)
+    merged = merge_fragments([tuple(b.hits) for b in builders], rules=merge_rules(params))
     index = {round(t, 6): k for k, t in enumerate(times)}
-    kept = [hits for hits in merged if len(hits) >= params.min_hits]
-    kept.sort(key=lambda h: (h[0].t_s, h[0].label, h[0].box.y, h[0].box.x))
-    return [RawTrack(label=hits[0].label, detections=hits,
-                     visible_s=_visible_s([index[round(d.t_s, 6)] for d in hits], times))
-            for hits in kept]
+    kept = [m for m in merged if len(m.hits) >= params.min_hits]
+    kept.sort(key=lambda m: track_order(m.hits))
+    return [RawTrack(label=m.hits[0].label, detections=m.hits, labels=m.labels,
+                     visible_s=_visible_s([index[round(d.t_s, 6)] for d in m.hits], times))
+            for m in kept]
+
+
+def track_order(hits: Sequence[Detection]) -> tuple[float, str, float, float]:
+    """How tracks are ordered: start time, label, then the top-left of the first box."""
+    return hits[0].t_s, hits[0].label, hits[0].box.y, hits[0].box.x
+
+
+def merge_rules(params: ObjectParams) -> MergeRules:
+    """The fragment-merge thresholds of ``params`` (see :mod:`.fragments`)."""
+    return MergeRules(families=params.label_families, confusable=params.confusable_labels,
+                      gap_s=params.merge_gap_s, max_dist=params.merge_max_dist,
+                      min_iou=params.merge_iou, label_iou=params.merge_label_iou,
+                      static_gap_s=params.merge_static_gap_s,
+                      static_iou=params.merge_static_iou)
 
 
 def usable(detection: Detection, *, params: ObjectParams) -> bool:
