@@ -6,9 +6,11 @@ inputs of the NeMo negative check; priors compared with OpenCV's own ``PriorBox/
 output. OpenCV 5 has no TensorFlow importer, so where the environment resolved OpenCV 5 the
 reference is what OpenCV 4's ``cv2.dnn`` computed, recorded by
 ``golden/ssd_opencv/record.py``; where OpenCV 4 is installed the recording is also checked
-against it. Runtimes on two threads at once give the same rows. Also: the converted model is
-cached and reused, an unwritable cache is named, and text graphs the runtime does not
-implement are refused.
+against it. A second reference shares nothing with the text graph: the frozen graph's own
+TensorFlow post-processing (anchors, box decoding, NMS), recorded at 300x300 by
+``golden/ssd_tf_graph/record.py``. Runtimes on two threads at once give the same rows. Also:
+the converted model is cached and reused, an unwritable cache is named, and text graphs the
+runtime does not implement are refused.
 """
 
 from __future__ import annotations
@@ -41,6 +43,9 @@ TEXT = MODELS / "ssd_mobilenet_v2_coco_2018_03_29.pbtxt"
 SIZES = ((300, 300), (960, 540), (1280, 720), (416, 234))
 PHOTOS = ("chelsea", "astronaut", "coffee", "rocket")
 RECORDED = Path(__file__).parent / "golden" / "ssd_opencv" / "outputs.npz"
+TF_RECORDED = Path(__file__).parent / "golden" / "ssd_tf_graph" / "outputs.npz"
+#: ``golden/ssd_tf_graph/record.py``'s ``PASTES``: (side, x, y) of the photo on grey.
+TF_PASTES = ((300, 0, 0), (240, 0, 0), (200, 100, 40), (140, 20, 150), (90, 190, 10), (60, 40, 60))
 #: OpenCV 4 runs the frozen graph; OpenCV 5 dropped ``readNetFromTensorflow``.
 LIVE = hasattr(cv2.dnn, "readNetFromTensorflow")
 
@@ -98,6 +103,34 @@ def test_rows_equal_opencv_dnn(runtime: SsdRuntime, name: str) -> None:
         assert len(got) == len(expected)  # keep_top_k applied alike
 
 
+def _pasted(name: str, side: int, x: int, y: int) -> np.ndarray:
+    """``golden/ssd_tf_graph/record.py``'s input: the photo at ``side`` on grey 300x300."""
+    canvas = np.full((300, 300, 3), 128, dtype=np.uint8)
+    canvas[y:y + side, x:x + side] = cv2.resize(_photo(name), (side, side),
+                                                interpolation=cv2.INTER_LINEAR)
+    return canvas
+
+
+@pytest.mark.parametrize("name", PHOTOS)
+def test_rows_equal_the_tensorflow_graphs_own_post_processing(runtime: SsdRuntime,
+                                                              name: str) -> None:
+    # The OpenCV reference reads the same text graph; TensorFlow's anchor generator and box
+    # coder do not: a wrong prior size or order, variance or score column differs here (the
+    # pastes make objects of every size, so every feature map's priors are used).
+    for side, x, y in TF_PASTES:
+        with np.load(TF_RECORDED) as arrays:
+            boxes, classes, scores = (np.asarray(arrays[f"{k}_{name}_{side}"])
+                                      for k in ("boxes", "classes", "scores"))
+        rows = runtime.rows(_pasted(name, side, x, y))
+        got = [(int(r[1]), float(r[2]), np.clip(r[3:], 0, 1)) for r in rows if r[2] >= 0.25]
+        for label, score, box in zip(classes, scores, boxes[:, [1, 0, 3, 2]], strict=True):
+            near = [g for g in got if g[0] == label and np.abs(g[2] - box).max() < 2e-3]
+            assert near, (name, side, label, score, box)
+            assert abs(near[0][1] - score) < 0.02, (name, side, label, score, near[0][1])
+        # the graph keeps scores >= 0.3: ours above that (with a margin) are all in it
+        assert len([g for g in got if g[1] >= 0.32]) <= len(scores), (name, side, got)
+
+
 def test_runtimes_on_two_threads_at_once_give_the_rows_of_one(runtime: SsdRuntime) -> None:
     # Each runtime compiles its own model so that workers detect in parallel; whatever the
     # threads interleave, every frame's rows are those one runtime gives alone.
@@ -120,6 +153,18 @@ def test_runtimes_on_two_threads_at_once_give_the_rows_of_one(runtime: SsdRuntim
     assert len(got) == 2 * len(frames)
     for (_, i), rows in got.items():
         np.testing.assert_array_equal(rows, expected[i])
+
+
+def test_rows_from_the_finest_levels_only(runtime: SsdRuntime) -> None:
+    frame = cv2.resize(_photo("chelsea"), (300, 300), interpolation=cv2.INTER_LINEAR)
+    np.testing.assert_array_equal(runtime.rows(frame, levels=6), runtime.rows(frame))
+    # Chelsea fills the frame: the finer the maps read, the smaller their priors, the less cat
+    best = [runtime.rows(frame, levels=k) for k in (6, 4, 2)]
+    cat = [rows[rows[:, 1] == 17, 2].max(initial=0.0) for rows in best]
+    assert cat[0] > 0.9 and 0.8 < cat[1] < cat[0] and cat[2] < 0.1, cat
+    for bad in (0, 7):
+        with pytest.raises(ValueError, match="levels"):
+            runtime.rows(frame, levels=bad)
 
 
 def test_priors_equal_opencv_prior_boxes(runtime: SsdRuntime) -> None:

@@ -168,8 +168,10 @@ class Eyes:
         return self._new_detector(1)
 
     def _new_detector(self, threads: int) -> EmbeddedDetector:
+        # all six feature maps upscaled: the redetect thresholds were measured that way
         return EmbeddedDetector(score_threshold=self._min_score, num_threads=threads,
-                                models_dir=self._models_dir, input_scale=c.REDETECT_SCALE)
+                                models_dir=self._models_dir, input_scale=c.REDETECT_SCALE,
+                                coarse_maps="upscaled")
 
     def _remember(self, cache: OrderedDict[_K, _V], key: _K, value: _V) -> None:
         cache[key] = value

@@ -442,20 +442,32 @@ class SsdRuntime:
         self._request = compiled(converted_model(graph), threads=threads).create_infer_request()
         self._priors: dict[tuple[int, int], tuple[FloatArray, FloatArray]] = {}
 
-    def rows(self, resized: npt.NDArray[Any]) -> npt.NDArray[np.float64]:
-        """Detection rows for an RGB frame already resized to the network input size."""
+    def rows(self, resized: npt.NDArray[Any], *, levels: int | None = None
+             ) -> npt.NDArray[np.float64]:
+        """Detection rows for an RGB frame already resized to the network input size, from
+        the ``levels`` finest feature maps (None: all six, as OpenCV computes them).
+
+        Raises:
+            ValueError: ``levels`` is not between 1 and the number of feature maps.
+        """
+        count = len(self.text.priors)
+        if levels is not None and not 1 <= levels <= count:
+            raise ValueError(f"levels = {levels!r} must be None or in [1, {count}]")
         height, width = resized.shape[:2]
         outputs = self._request.infer({0: resized[None].astype(np.float32)})
         by_name = {next(iter(k.get_names())): np.asarray(v) for k, v in outputs.items()}
-        levels = len(self.text.priors)
-        locs = [by_name[f"box_{k}"] for k in range(levels)]
-        confs = [by_name[f"class_{k}"] for k in range(levels)]
+        locs = [by_name[f"box_{k}"] for k in range(count)]
+        confs = [by_name[f"class_{k}"] for k in range(count)]
         key = (width, height)
         if key not in self._priors:
             sizes = [(a.shape[2], a.shape[3]) for a in locs]
             self._priors[key] = prior_boxes(sizes, width=width, height=height,
                                             specs=self.text.priors)
         priors, variances = self._priors[key]
-        loc = np.concatenate([a.transpose(0, 2, 3, 1).reshape(-1, _BOX) for a in locs])
-        conf = np.concatenate([a.transpose(0, 2, 3, 1).reshape(-1, _CLASSES) for a in confs])
-        return detection_rows(loc, conf, priors, variances, self.text.output)
+        used = count if levels is None else levels
+        loc = np.concatenate([a.transpose(0, 2, 3, 1).reshape(-1, _BOX) for a in locs[:used]])
+        conf = np.concatenate([a.transpose(0, 2, 3, 1).reshape(-1, _CLASSES)
+                               for a in confs[:used]])
+        # the priors are laid out level by level, finest first (prior_boxes)
+        return detection_rows(loc, conf, priors[:len(loc)], variances[:len(loc)],
+                              self.text.output)
