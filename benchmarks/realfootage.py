@@ -37,9 +37,11 @@ from pathlib import Path
 from needleforge.config import Params
 from needleforge.ingest import ingest
 from needleforge.pipeline import generate_store, represent_store
-from needleforge.records import Montage, Verification
+from needleforge.records import Montage, ObjectTrack, Verification
+from needleforge.records.phrases import PERSON_WORDS, is_person
 from needleforge.review import build_items, judge_report, load_verdicts, question_key
 from needleforge.review.run import review_store
+from needleforge.scenes.palette import SHOT_WORDS
 from needleforge.store import Store
 from needleforge.studio.intercut import build_real_corpus
 
@@ -79,12 +81,21 @@ def yield_table(db: Path) -> None:
         videos = {v.video_id: v for v in store.videos()}
         montages = {m.montage_id: m for m in store.montages()}
         passed = _passed(store.verifications())
+        objects = {o.object_id: o for o in store.objects()}
         made: collections.Counter[str] = collections.Counter()
         released: collections.Counter[str] = collections.Counter()
+        kinds: dict[str, collections.Counter[str]] = collections.defaultdict(
+            collections.Counter)
         for q in store.questions():
             video = videos[_target_video(montages[q.montage_id])]
             made[video.source_path] += 1
-            released[video.source_path] += passed.get(q.question_id, False)
+            ok = passed.get(q.question_id, False)
+            released[video.source_path] += ok
+            target = objects.get(q.target_object_id or "")
+            for key in (f"kind {evidence_kind(q.description, target)}",
+                        f"template {q.template_id}"):
+                kinds[key]["made"] += 1
+                kinds[key]["released"] += ok
     print("\nyield (short single-needle questions, default params):")
     print(f"  {'program':<24} {'minutes':>7} {'made':>5} {'released':>8} {'released/min':>12}")
     for video in sorted(videos.values(), key=lambda v: v.source_path):
@@ -94,6 +105,24 @@ def yield_table(db: Path) -> None:
         n = released[video.source_path]
         print(f"  {_program_of(video.source_path):<24} {minutes:7.2f} "
               f"{made[video.source_path]:5d} {n:8d} {n / minutes:12.2f}")
+    print("  by evidence kind and by template (made / released):")
+    for key in sorted(kinds):
+        print(f"    {key:<40} {kinds[key]['made']:5d} {kinds[key]['released']:8d}")
+
+
+def evidence_kind(description: str, target: ObjectTrack | None) -> str:
+    """What a question's evidence is, for the yield by kind: ``people`` (a person is the
+    target or is named), ``shot`` (a whole-shot word a measure gave), ``text`` (on-screen
+    text), else ``object``."""
+    lowered = description.lower()
+    if any(word in lowered for word in SHOT_WORDS):
+        return "shot"
+    if "text" in lowered and "'" in lowered:
+        return "text"
+    if (target is not None and is_person(target.tag)) or any(
+            w.strip(".,") in PERSON_WORDS for w in lowered.split()):
+        return "people"
+    return "object"
 
 
 def _target_video(montage: Montage) -> str:

@@ -40,6 +40,7 @@ from needleforge.records import (
     Video,
 )
 from needleforge.scenes import attach_subtitles, detect_scenes, read_subtitles, sample_keyframes
+from needleforge.scenes.palette import MEASURE_NAME, MEASURE_VERSION, shot_words
 from needleforge.scenes.subtitles import Cue
 
 Image = npt.NDArray[np.uint8]
@@ -55,7 +56,8 @@ class Models:
 
     def fingerprint(self) -> list[str]:
         out = [f"{self.detector.name}@{self.detector.version}",
-               f"{self.tagger.name}@{self.tagger.version}"]
+               f"{self.tagger.name}@{self.tagger.version}",
+               f"{MEASURE_NAME}@{MEASURE_VERSION}"]
         if self.text_reader is not None:
             out.append(f"{self.text_reader.name}@{self.text_reader.version}")
         return out
@@ -235,6 +237,9 @@ def _represent_scene(
     provenance = f"{models.tagger.name}+{models.detector.name}"
     versions = f"{models.tagger.version}+{models.detector.version}"
     tags = [SceneTag(scene_id, t.tag, t.score, provenance, versions) for t in merged]
+    # Whole-shot words measured on the pixels (black-and-white footage): no model's guess.
+    tags += [SceneTag(scene_id, word, 1.0, MEASURE_NAME, MEASURE_VERSION)
+             for word in shot_words([f.image for f in frames])]
     if models.text_reader is not None:
         tags += _ocr_tags(scene_id, frames, models.text_reader)
     return tags, objects

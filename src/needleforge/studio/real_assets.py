@@ -455,3 +455,21 @@ def _letterbox(frame: av.VideoFrame, fitted: tuple[int, int], size: tuple[int, i
     top, left = (size[1] - fitted[1]) // 2, (size[0] - fitted[0]) // 2
     canvas[top : top + fitted[1], left : left + fitted[0]] = image
     return canvas
+
+
+def sample_frames(name: str, *, every: int = 25, most: int = 8) -> list[np.ndarray]:
+    """Every ``every``-th decoded frame (RGB) of real clip ``name``, at most ``most``: real
+    pixels for checks that need camera footage (the pixel measures, the verifier's tests).
+
+    Raises:
+        StudioError: an unknown name, or the clip's package is not installed (naming it).
+    """
+    path = locate(select_sources([name])[0].clip.source)
+    out: list[np.ndarray] = []
+    with av.open(str(path)) as container:
+        for index, frame in enumerate(container.decode(video=0)):
+            if index % every == 0:
+                out.append(frame.to_ndarray(format="rgb24"))
+            if len(out) >= most:
+                break
+    return out

@@ -20,7 +20,10 @@ inputs than the ones that produced the claim (rules and thresholds: :mod:`.confi
    ``redetect-seen`` anywhere in the frame (person boxes must show a pose); a tagger class
    outside the detector's vocabulary ("windsor tie", "beaker") is unconfirmed
    (``no-second-signal``): the tagger that named it is the only embedded model that can see
-   it, and on real footage it sees the same wrong class on every frame;
+   it, and on real footage it sees the same wrong class on every frame; a whole-shot word
+   a measure gave ("black-and-white") is measured again on those frames
+   (``measure-palette``, :mod:`needleforge.scenes.palette`), and then no negative may have
+   a colourless frame (``negative-palette``);
 4. no negative may show a named COCO label (``negative-redetect``: SSD x1.5 at
    ``negative_min_score`` on any of its frames; a person must show a pose), nor, when the
    question names people, a body pose anywhere in a frame (``negative-pose``, MoveNet on
@@ -75,6 +78,7 @@ from needleforge.records.phrases import (
     number_word,
     plural,
 )
+from needleforge.scenes.palette import MAX_CHROMA, SHOT_WORDS, black_and_white, chroma_p99
 
 _COCO = frozenset(COCO_LABELS.values())
 _COUNTS = {number_word(n): n for n in range(2, 13)} | {"several": MAX_EXACT_COUNT + 1}
@@ -128,7 +132,7 @@ class LookingVerifier(EmbeddedVerifier):
     @property
     def version(self) -> str:
         """Bumped whenever a rule or threshold here or in :mod:`.confirm` changes."""
-        return "3"
+        return "4"
 
     def verify(self, request: VerifyRequest) -> Verdict:
         """Pass only when the tables pass, every claim is confirmed by a second signal on
@@ -233,6 +237,9 @@ class LookingVerifier(EmbeddedVerifier):
         COCO label through its tracks (``count`` of them) or anywhere in the frames, a tag
         by the tagger."""
         eyes, sid, tried = self._eyes, target.scene.scene_id, []
+        if term in SHOT_WORDS:
+            found = _palette(term, frames)
+            return (found if found.confirmed else None), [found]
         if term in _COCO:
             held: list[c.Confirmation] = []
             for obj in (o for o in target.objects if normalize(o.tag) == term):
@@ -263,6 +270,10 @@ class LookingVerifier(EmbeddedVerifier):
     def _negatives_verdict(self, request: VerifyRequest, labels: Sequence[str], reason: str,
                            confirmed: Sequence[c.Confirmation]) -> Verdict:
         looked = 0
+        for negative in request.negatives:
+            refusal = _negative_palette(negative, self._claims(request))
+            if refusal is not None:
+                return Verdict(False, refusal)
         attire = described_attire(f"{request.description}\n{request.question}", labels)
         for negative in request.negatives:
             refusal = self._negative_refusal(negative, labels, attire)
@@ -320,6 +331,32 @@ class LookingVerifier(EmbeddedVerifier):
             return (f"refused by negative-pose: negative {negative.scene.scene_id} shows a "
                     f"body pose ({count} keypoints) at t={frame.t_s:.2f} s")
         return None
+
+
+def _palette(term: str, frames: Sequence[Keyframe]) -> c.Confirmation:
+    """``measure-palette``: a black-and-white claim holds when every frame the writer did not
+    use is colourless (:mod:`needleforge.scenes.palette`), measured again on those frames."""
+    scores = tuple(chroma_p99(k.image) for k in frames)
+    times = tuple(k.t_s for k in frames)
+    held = bool(scores) and all(black_and_white(k.image) for k in frames)
+    shown = ", ".join(f"{v:.3f}" for v in scores)
+    return c.Confirmation("confirmed" if held else "refused", "measure-palette", term, times,
+                          scores, f"99th-percentile chroma {shown} on {len(scores)} frames "
+                          f"(colourless under {MAX_CHROMA}, with contrast)")
+
+
+def _negative_palette(negative: SceneView, claims: Sequence[tuple[str, int]]) -> str | None:
+    """A negative with a colourless frame, when the question claims a black-and-white scene:
+    the tables' word needs every keyframe grey, a viewer needs only one such moment."""
+    if not any(term in SHOT_WORDS for term, _ in claims):
+        return None
+    if not negative.keyframes:
+        return f"unconfirmed: negative {negative.scene.scene_id} has no frames to look at"
+    for frame in negative.keyframes:
+        if chroma_p99(frame.image) < MAX_CHROMA:
+            return (f"refused by negative-palette: negative {negative.scene.scene_id} is "
+                    f"colourless at t={frame.t_s:.2f} s")
+    return None
 
 
 def _count(text: str, label: str) -> int:

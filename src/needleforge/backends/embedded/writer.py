@@ -75,6 +75,7 @@ from needleforge.records.phrases import (
     term_spans,
     with_colour,
 )
+from needleforge.scenes.palette import SHOT_WORDS
 
 #: Words a detector (and the tagger's coarse groups) can name: tags a second model can check.
 DETECTOR_WORDS = frozenset(normalize(w) for w in (*COCO_LABELS.values(), *IMAGENET_COARSE))
@@ -326,16 +327,20 @@ class EmbeddedDescriber:
     def _write_scene(self, view: TargetView) -> WrittenNeedle | Skip:
         objects = self._object_phrases(view.objects, common=view.common_terms)
         labels = view.as_scene_view().labels
-        tags = [t for t in ranked_tags(view.tags)
-                if t not in labels and t not in view.common_terms
+        ranked = [t for t in ranked_tags(view.tags) if t not in view.common_terms]
+        # Whole-shot words a measure gave ("black-and-white"): they say what kind of scene.
+        shot = " ".join(["a", *sorted(t for t in ranked if t in SHOT_WORDS), "scene"])
+        tags = [t for t in ranked if t not in labels and t not in SHOT_WORDS
                 and (self._fine_tags or t in DETECTOR_WORDS)][: self._top_tags]
         if objects and tags:
-            clause = (f"a scene with {join_words([p for _, p in objects])}, "
+            clause = (f"{shot} with {join_words([p for _, p in objects])}, "
                       f"in a setting tagged {join_words(tags)}")
         elif objects:
-            clause = f"a scene with {join_words([p for _, p in objects])}"
+            clause = f"{shot} with {join_words([p for _, p in objects])}"
         elif tags:
-            clause = f"a scene tagged {join_words(tags)}"
+            clause = f"{shot} tagged {join_words(tags)}"
+        elif shot != "a scene":
+            clause = shot
         else:
             return Skip(f"scene {view.scene.scene_id}: nothing to describe that holds up and "
                         f"tells it apart (common in its video: "
