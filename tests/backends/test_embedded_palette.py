@@ -58,7 +58,7 @@ def test_the_writer_calls_a_measured_shot_black_and_white() -> None:
     tags = (_bw(s[0].scene_id), SceneTag(s[0].scene_id, "car", 0.9, "test", "1"))
     both = writer.write(TargetView(s[0], tags, (car,), None), needle_type="scene")
     assert isinstance(both, WrittenNeedle)
-    assert both.description == "A black-and-white scene with a grey car."
+    assert both.description == "A black-and-white scene with a car."
     # A word most of the video holds tells nothing apart.
     common = writer.write(TargetView(s[0], (_bw(s[0].scene_id),), (), None,
                                      common_terms=frozenset({BLACK_AND_WHITE})),
@@ -91,6 +91,13 @@ def test_the_looking_verifier_measures_the_shot_again() -> None:
     assert "measure-palette" in good.reason
     grey_negative = verifier.verify(_request(film, [street[:2], fish]))
     assert not grey_negative.passed and "negative-palette" in grey_negative.reason
+    # Nearly grey (a faint warm cast, chroma 0.06): not black-and-white by the measure, but
+    # not clearly in colour either, so a viewer could take it for the answer.
+    tinted = street[0].copy()
+    tinted[..., :] = tinted.mean(axis=-1, keepdims=True).astype(np.uint8) // 2 + 60
+    tinted[..., 0] += 15
+    nearly = verifier.verify(_request(film, [street[:2], [tinted]]))
+    assert not nearly.passed and "not clearly in colour" in nearly.reason
     wrong = verifier.verify(_request(street, [fish]))  # the tables' word, not the frames'
     assert not wrong.passed and "measure-palette" in wrong.reason
 

@@ -12,7 +12,7 @@ from needleforge.backends.writer_prompts import OBJECT_TEMPLATES, SCENE_TEMPLATE
 from needleforge.backends.writing import SceneView, Skip, TargetView, VerifyRequest, WrittenNeedle
 from needleforge.objects import referring_expressions
 from needleforge.records import NeedleType, ObjectTrack, Scene
-from needleforge.records.phrases import COLOUR_NAMES, PERSON_WORDS
+from needleforge.records.phrases import COLOUR_NAMES, PERSON_WORDS, named_colours
 
 CAT_SCENE = make_scene(0, 0.0, 9.0, subtitle="The secret word is marmalade, said the cat.")
 WHITE_CAT = make_track(CAT_SCENE, 0, "cat", colour="white", position="left",
@@ -85,18 +85,18 @@ def test_abstract_or_index_only_objects_are_skipped() -> None:
 def test_scene_description_names_objects_and_top_tags_never_subtitles() -> None:
     written = _written("scene", None)
     # Scene words are tags that are not the objects' labels: up to scene_top_tags of them.
-    assert written.description == ("A scene with a white cat and two cups, in a setting "
+    assert written.description == ("A scene with a cat and two cups, in a setting "
                                    "tagged brick wall, street and sky.")
     # By default only words a detector can check are named: no "brick wall".
     default = EmbeddedDescriber().write(_view(None), needle_type="scene")
     assert isinstance(default, WrittenNeedle)
-    assert default.description == "A scene with a white cat and two cups."
+    assert default.description == "A scene with a cat and two cups."
     tagged_tie = EmbeddedDescriber().write(
         TargetView(CAT_SCENE, (make_tag(CAT_SCENE, "windsor tie"), make_tag(CAT_SCENE, "tie"),
                               make_tag(CAT_SCENE, "beaker")), (), None), needle_type="scene")
     assert isinstance(tagged_tie, WrittenNeedle)
     assert tagged_tie.description == "A scene tagged tie."
-    assert "a scene with a white cat and two cups" in written.question
+    assert "a scene with a cat and two cups" in written.question
     assert "marmalade" not in written.description + written.question
     bare = make_scene(5, 0.0, 9.0)
     tags_only = EmbeddedDescriber(fine_tags=True).write(
@@ -230,7 +230,22 @@ def test_people_are_never_described_by_a_colour_word_before_them(label: str) -> 
         assert isinstance(written, WrittenNeedle)
         text = f"{written.description} {written.question}"
         assert not _COLOUR_BEFORE_PERSON.search(text), text
-        assert f"{label} in {colour}" in written.description
+        # Scene descriptions name no colours at all (their verifiers check what a scene
+        # holds, not colours); people's clothes are named in object needles.
+        assert not named_colours(written.description), written.description
+
+
+def test_objects_too_small_to_count_are_named_without_a_number() -> None:
+    """Books on a shelf: the detector boxed two of forty, each under 1 % of the frame, so
+    "two books" is a count nobody can check; "books" is true. Two people at a lectern,
+    a fifth of the frame each, are counted."""
+    scene = make_scene(6, 0.0, 9.0)
+    books = tuple(make_track(scene, i, "book", area=0.006) for i in range(2))
+    people = tuple(make_track(scene, 2 + i, "person", area=0.2) for i in range(2))
+    written = EmbeddedDescriber().write(TargetView(scene, (), (*books, *people), None),
+                                        needle_type="scene")
+    assert isinstance(written, WrittenNeedle)
+    assert written.description == "A scene with two people and books."
 
 
 def test_counts_stay_small_and_flickering_tracks_are_not_named() -> None:
@@ -257,7 +272,7 @@ def test_terms_common_in_the_video_are_left_out_of_scene_descriptions() -> None:
     view = TargetView(scene, tags, (person, cup), None, common_terms=frozenset({"person"}))
     written = EmbeddedDescriber(fine_tags=True).write(view, needle_type="scene")
     assert isinstance(written, WrittenNeedle)
-    assert written.description == "A scene with a red cup, in a setting tagged desk."
+    assert written.description == "A scene with a cup, in a setting tagged desk."
     only_common = TargetView(scene, tags[1:], (person,), None,
                              common_terms=frozenset({"person"}))
     skipped = EmbeddedDescriber().write(only_common, needle_type="scene")

@@ -42,6 +42,10 @@ MEASURE_NAME = "measure-palette"
 MEASURE_VERSION = "1"
 #: 99th-percentile chroma under which a frame has no colour (see the module doc).
 MAX_CHROMA = 0.05
+#: 99th-percentile chroma every frame of a negative of a black-and-white question must reach:
+#: twice :data:`MAX_CHROMA`, since a viewer takes a nearly grey shot (a white cockatoo's
+#: close-up, an overcast street) for black and white long before the measure does.
+NEGATIVE_MIN_CHROMA = 2 * MAX_CHROMA
 #: Brightness spread a black-and-white frame must have (a black screen has none).
 MIN_CONTRAST = 0.08
 

@@ -22,8 +22,8 @@ inputs than the ones that produced the claim (rules and thresholds: :mod:`.confi
    (``no-second-signal``): the tagger that named it is the only embedded model that can see
    it, and on real footage it sees the same wrong class on every frame; a whole-shot word
    a measure gave ("black-and-white") is measured again on those frames
-   (``measure-palette``, :mod:`needleforge.scenes.palette`), and then no negative may have
-   a colourless frame (``negative-palette``);
+   (``measure-palette``, :mod:`needleforge.scenes.palette`), and then every frame of every
+   negative must be clearly in colour (``negative-palette``);
 4. no negative may show a named COCO label (``negative-redetect``: SSD x1.5 at
    ``negative_min_score`` on any of its frames; a person must show a pose), nor, when the
    question names people, a body pose anywhere in a frame (``negative-pose``, MoveNet on
@@ -78,7 +78,13 @@ from needleforge.records.phrases import (
     number_word,
     plural,
 )
-from needleforge.scenes.palette import MAX_CHROMA, SHOT_WORDS, black_and_white, chroma_p99
+from needleforge.scenes.palette import (
+    MAX_CHROMA,
+    NEGATIVE_MIN_CHROMA,
+    SHOT_WORDS,
+    black_and_white,
+    chroma_p99,
+)
 
 _COCO = frozenset(COCO_LABELS.values())
 _COUNTS = {number_word(n): n for n in range(2, 13)} | {"several": MAX_EXACT_COUNT + 1}
@@ -346,16 +352,19 @@ def _palette(term: str, frames: Sequence[Keyframe]) -> c.Confirmation:
 
 
 def _negative_palette(negative: SceneView, claims: Sequence[tuple[str, int]]) -> str | None:
-    """A negative with a colourless frame, when the question claims a black-and-white scene:
-    the tables' word needs every keyframe grey, a viewer needs only one such moment."""
+    """A negative with a frame not clearly in colour (under :data:`NEGATIVE_MIN_CHROMA`),
+    when the question claims a black-and-white scene: the tables' word needs every keyframe
+    grey, a viewer needs only one nearly grey moment."""
     if not any(term in SHOT_WORDS for term, _ in claims):
         return None
     if not negative.keyframes:
         return f"unconfirmed: negative {negative.scene.scene_id} has no frames to look at"
     for frame in negative.keyframes:
-        if chroma_p99(frame.image) < MAX_CHROMA:
-            return (f"refused by negative-palette: negative {negative.scene.scene_id} is "
-                    f"colourless at t={frame.t_s:.2f} s")
+        chroma = chroma_p99(frame.image)
+        if chroma < NEGATIVE_MIN_CHROMA:
+            return (f"refused by negative-palette: negative {negative.scene.scene_id} is not "
+                    f"clearly in colour at t={frame.t_s:.2f} s (99th-percentile chroma "
+                    f"{chroma:.3f} < {NEGATIVE_MIN_CHROMA:.2f})")
     return None
 
 

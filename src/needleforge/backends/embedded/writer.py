@@ -70,6 +70,7 @@ from needleforge.records.phrases import (
     named_positions,
     named_terms,
     normalize,
+    plural,
     position_phrase,
     ranked_tags,
     term_spans,
@@ -79,6 +80,9 @@ from needleforge.scenes.palette import SHOT_WORDS
 
 #: Words a detector (and the tagger's coarse groups) can name: tags a second model can check.
 DETECTOR_WORDS = frozenset(normalize(w) for w in (*COCO_LABELS.values(), *IMAGENET_COARSE))
+#: The smallest share of the frame each object of a counted label must cover (see
+#: :meth:`EmbeddedDescriber._object_phrases`).
+MIN_COUNTABLE_AREA = 0.02
 #: How many clashing negatives a failure reason lists before "(+N more)".
 _LISTED = 3
 
@@ -303,10 +307,16 @@ class EmbeddedDescriber:
     def _object_phrases(
         self, objects: Sequence[ObjectTrack], *, common: frozenset[str]
     ) -> list[tuple[str, str]]:
-        """``(label, phrase)`` per nameable label, most prominent first: "a white cat".
+        """``(label, phrase)`` per nameable label, most prominent first: "a cat", "two people".
 
         Nameable: concrete (not abstract), not common in the video, and seen on two
         consecutive keyframes at least once (a track that flickers is not evidence).
+
+        No colour word: a scene needle's verifiers check which things a scene holds, not
+        their colours (a white cockatoo read "brown" at its box centre). A count only where a
+        viewer can check it: every object of the label at least :data:`MIN_COUNTABLE_AREA`
+        of the frame ("two people" at a lectern); smaller ones are a bare plural ("books" on
+        a shelf where the detector boxed two of forty).
         """
         groups: dict[str, list[ObjectTrack]] = defaultdict(list)
         for obj in objects:
@@ -319,9 +329,11 @@ class EmbeddedDescriber:
         phrases = []
         for label, group in ranked[: self._max_objects]:
             if len(group) > 1:
-                phrases.append((label, count_phrase(len(group), label)))
+                countable = all(o.mean_area_frac >= MIN_COUNTABLE_AREA for o in group)
+                phrases.append((label, count_phrase(len(group), label) if countable
+                                else plural(label)))
                 continue
-            phrases.append((label, with_article(with_colour(label, group[0].attributes.colour))))
+            phrases.append((label, with_article(label)))
         return phrases
 
     def _write_scene(self, view: TargetView) -> WrittenNeedle | Skip:
