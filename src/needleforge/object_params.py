@@ -58,6 +58,9 @@ class ObjectParams(_Section):
     tagger's answers on at least ``min_tag_keyframes`` of them (all of them when the scene has
     fewer) with a mean score, over the tagged keyframes, of at least ``min_tag_score``.
     ``detector``/``tagger`` name backends in the registry; ``ocr`` also reads on-screen text.
+    ``pose_people``: a scene where no person was boxed but most keyframes show a body pose
+    (MoveNet) is tagged ``person pose`` (:mod:`needleforge.scenes.bodies`: a close-up the
+    detector misses), which keeps it out of the negatives of people questions.
     ``*_options`` go to the backend's constructor (e.g. ``tagger_options: {model_dir:
     models/smolvlm}`` for ``hf_vlm``, ``{checkpoint: …}`` for ``ram_plus``); the registry
     rejects options a backend does not take, naming them.
@@ -85,6 +88,7 @@ class ObjectParams(_Section):
     detector: Annotated[str, Field(min_length=1)] = "embedded"
     tagger: Annotated[str, Field(min_length=1)] = "embedded"
     ocr: bool = False
+    pose_people: bool = True
     tag_keyframes_per_scene: Annotated[int, Field(ge=1)] | None = 3
     detector_options: dict[str, str | int | float | bool] = Field(default_factory=dict)
     tagger_options: dict[str, str | int | float | bool] = Field(default_factory=dict)

@@ -26,6 +26,7 @@ import numpy as np
 import numpy.typing as npt
 
 from needleforge.backends import Detector, Keyframe, Registry, Tagger, TextReader
+from needleforge.backends.embedded.pose import EmbeddedPose
 from needleforge.config import ObjectParams, SceneParams
 from needleforge.errors import BackendError, NeedleforgeError, SubtitleError
 from needleforge.objects import build_objects, scene_tags
@@ -39,7 +40,9 @@ from needleforge.records import (
     TagScore,
     Video,
 )
+from needleforge.records.phrases import is_person
 from needleforge.scenes import attach_subtitles, detect_scenes, read_subtitles, sample_keyframes
+from needleforge.scenes.bodies import BODY_TAG, body_share
 from needleforge.scenes.palette import MEASURE_NAME, MEASURE_VERSION, shot_words
 from needleforge.scenes.subtitles import Cue
 
@@ -53,11 +56,14 @@ class Models:
     detector: Detector
     tagger: Tagger
     text_reader: TextReader | None = None
+    pose: EmbeddedPose | None = None
 
     def fingerprint(self) -> list[str]:
         out = [f"{self.detector.name}@{self.detector.version}",
                f"{self.tagger.name}@{self.tagger.version}",
                f"{MEASURE_NAME}@{MEASURE_VERSION}"]
+        if self.pose is not None:
+            out.append(f"{self.pose.name}@{self.pose.version}")
         if self.text_reader is not None:
             out.append(f"{self.text_reader.name}@{self.text_reader.version}")
         return out
@@ -86,7 +92,8 @@ def load_models(params: ObjectParams, *, registry: Registry, threads: int | None
     tagger = registry.create("tagger", params.tagger,
                              **options("tagger", params.tagger, dict(params.tagger_options)))
     reader = registry.create("text_reader", "embedded") if params.ocr else None
-    return Models(detector=detector, tagger=tagger, text_reader=reader)
+    pose = EmbeddedPose(num_threads=threads or 1) if params.pose_people else None
+    return Models(detector=detector, tagger=tagger, text_reader=reader, pose=pose)
 
 
 def _digest(payload: object) -> str:
@@ -242,7 +249,18 @@ def _represent_scene(
              for word in shot_words([f.image for f in frames])]
     if models.text_reader is not None:
         tags += _ocr_tags(scene_id, frames, models.text_reader)
+    if models.pose is not None and not any(is_person(o.tag) for o in objects):
+        tags += _body_tags(scene_id, frames, models.pose)
     return tags, objects
+
+
+def _body_tags(scene_id: str, frames: Sequence[Keyframe], pose: EmbeddedPose
+               ) -> list[SceneTag]:
+    """A :data:`~needleforge.scenes.bodies.BODY_TAG` when most keyframes show a body pose
+    (a person the detector did not box: :mod:`needleforge.scenes.bodies`)."""
+    share = body_share([pose.keypoint_scores(f.image) for f in frames])
+    return [] if share is None else [SceneTag(scene_id, BODY_TAG, share, pose.name,
+                                              pose.version)]
 
 
 def _tag_crop(tagger: Tagger, scene_id: str, crop: Image, t_s: float) -> list[TagScore]:

@@ -71,13 +71,13 @@ def test_negatives_where_an_object_label_is_seen_are_passed_over(
     seen_in = set(taken[::2])
     probe = _SeesEverything(seen_in)
     checked = ec.expand(**data.kwargs(), **short.kwargs(), params=PARAMS,
-                        nemo=ec.NemoParams(), probe=probe)
+                        nemo=ec.PAPER_NEMO, probe=probe)
     assert probe.asked
     assert not _object_negatives(checked) & seen_in
     buckets = {m.montage_id: m.bucket for m in checked.montages}
     assert any(q.needle_type == "object" and buckets[q.montage_id] != "short"
                for q in checked.questions)  # object montages were still made
-    ec.check_invariants(checked, data, short, params=PARAMS, nemo=ec.NemoParams())
+    ec.check_invariants(checked, data, short, params=PARAMS, nemo=ec.PAPER_NEMO)
 
 
 def test_a_probe_that_sees_nothing_changes_no_plan_and_is_asked_only_object_labels(
@@ -86,7 +86,7 @@ def test_a_probe_that_sees_nothing_changes_no_plan_and_is_asked_only_object_labe
     data, short, unchecked = stage
     probe = _SeesEverything(set())
     checked = ec.expand(**data.kwargs(), **short.kwargs(), params=PARAMS,
-                        nemo=ec.NemoParams(), probe=probe)
+                        nemo=ec.PAPER_NEMO, probe=probe)
     assert checked.montages == unchecked.montages
     assert checked.questions == unchecked.questions
     assert probe.asked
@@ -133,9 +133,9 @@ def test_the_probe_is_told_every_target_and_scene_before_it_is_asked(
     told = _Expecting(seen_in)
     plain = _SeesEverything(seen_in)
     checked = ec.expand(**data.kwargs(), **short.kwargs(), params=PARAMS,
-                        nemo=ec.NemoParams(), probe=told)
+                        nemo=ec.PAPER_NEMO, probe=told)
     again = ec.expand(**data.kwargs(), **short.kwargs(), params=PARAMS,
-                      nemo=ec.NemoParams(), probe=plain)
+                      nemo=ec.PAPER_NEMO, probe=plain)
     assert told.asked and told.surprises == []
     assert told.asked == plain.asked
     assert checked.montages == again.montages and checked.questions == again.questions
@@ -151,7 +151,7 @@ def test_likely_groups_are_the_groups_planned_when_every_one_is_made(
     data, short, _ = stage
     tables = index_tables(data.scenes, tags=data.tags, objects=data.objects)
     sources = find_sources(tables, montages=short.montages, questions=short.questions,
-                              verifications=short.verifications, nemo=ec.NemoParams())
+                              verifications=short.verifications, nemo=ec.PAPER_NEMO)
     watched = set().union(*(s.excluded | s.claims for s in sources))
     ctx = PlanContext(pool=ScenePool(tables, videos=data.videos),
                       index=TermIndex(tables, watched=watched), seed=0, min_negative_s=2.0,
@@ -201,7 +201,7 @@ def test_a_group_its_label_scans_leave_too_short_is_refused_before_any_check() -
     asks_all = _Expecting(seen_in)
     bounded = _KnowsLabels(seen_in)
     results = [ec.expand(**data.kwargs(), **short.kwargs(), params=long_only,
-                         nemo=ec.NemoParams(), probe=probe) for probe in (asks_all, bounded)]
+                         nemo=ec.PAPER_NEMO, probe=probe) for probe in (asks_all, bounded)]
     assert results[0].montages == results[1].montages
     assert results[0].questions == results[1].questions
     failed = [{s.question_ids for s in r.shortfalls} for r in results]

@@ -119,10 +119,16 @@ def test_keyframes_reach_the_backends() -> None:
             self.views.append(len(view.keyframes))
             return super().write(view, needle_type=needle_type)
 
-    result = generate(**corpus().kwargs(), params=params(max_targets=1),
+    result = generate(**corpus().kwargs(), params=params(max_targets=1, check_setup=False),
                       describer=Counting(), verifier=EmbeddedVerifier(), keyframes=frames)
     n_negatives = sum(s.role == "negative" for s in result.montages[0].segments)
     assert Counting.views == [1] and len(seen) == 1 + n_negatives
+    # The returning-shot check also looks at the target and each negative it lets in.
+    seen.clear()
+    again = generate(**corpus().kwargs(), params=params(max_targets=1),
+                     describer=Counting(), verifier=EmbeddedVerifier(), keyframes=frames)
+    assert again == result
+    assert {s.scene_id for s in result.montages[0].segments} <= set(seen)
 
 
 def test_other_videos_are_ignored_and_wrong_needles_refused() -> None:

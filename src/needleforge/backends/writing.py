@@ -144,10 +144,16 @@ class VerifyRequest:
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class Verdict:
-    """Pass or fail, with a reason specific enough to audit (which negative, which word)."""
+    """Pass or fail, with a reason specific enough to audit (which negative, which word).
+
+    ``unconfirmed``: on a failure, the one term of the description that no second look could
+    confirm on the target (normalized; empty when the failure is anything else), so that a
+    scene needle can be written again without it.
+    """
 
     passed: bool
     reason: str
+    unconfirmed: str = ""
 
     def __post_init__(self) -> None:
         if not self.reason.strip():

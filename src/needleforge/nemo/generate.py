@@ -57,7 +57,8 @@ from needleforge.config import NemoParams
 from needleforge.errors import NemoError
 from needleforge.nemo.ahead import Workers, default_workers
 from needleforge.nemo.checks.negative_scan import NegativeProbe, Refusal, TiledProbe
-from needleforge.nemo.negatives import excluded_terms, select_negatives
+from needleforge.nemo.checks.same_setup import SetupMatcher
+from needleforge.nemo.negatives import crowded_terms, excluded_terms, select_negatives
 from needleforge.nemo.plan import PlanSkip, plan_short_montage, question_id_for
 from needleforge.nemo.tables import SceneTables, index_tables
 from needleforge.nemo.targets import Target, select_targets
@@ -89,6 +90,9 @@ MIN_SCANS_AHEAD = 4
 #: Targets planned ahead of the verdicts when looking ahead: enough to keep the workers fed
 #: with the verifier's frames, few enough that waiting requests hold little memory.
 PLAN_AHEAD = 32
+#: How many times a scene needle the verifier refused for a term it could not confirm is
+#: written again without that term (:func:`_verified`).
+MAX_REWRITES = 2
 #: Options a factory receives from :class:`NemoParams` when it accepts them and params.yaml's
 #: ``*_options`` do not set them: one seed and one abstract list for the whole stage.
 _SHARED_OPTIONS: tuple[str, ...] = ("seed", "abstract_labels", "scene_top_tags")
@@ -148,6 +152,7 @@ class _Planned:
     montage: Montage
     question: Question
     request: VerifyRequest
+    excluded: frozenset[str] = frozenset()
 
 
 @runtime_checkable
@@ -170,6 +175,7 @@ class _Backends:
     verifier: Verifier
     keyframes: KeyframeSource | None
     probe: NegativeProbe | None = None
+    setup: SetupMatcher | None = None
 
     def frames(self, scene: Scene) -> tuple[Keyframe, ...]:
         """The scene's keyframes, or none when no source was given."""
@@ -204,14 +210,16 @@ def generate(
     """
     tables = index_tables(scenes, tags=tags, objects=objects,
                           video_ids=[v.video_id for v in videos])
-    backends = _Backends(describer, verifier, keyframes, probe)
+    setup = SetupMatcher() if keyframes is not None and params.check_setup else None
+    backends = _Backends(describer, verifier, keyframes, probe, setup)
     targets = select_targets(tables, params=params)
     rejected: list[RejectedNegative] = []
     count = default_workers() if workers is None else workers
     ahead = _to_scan_ahead(targets, tables, params=params, probe=probe)
     if count < 1 or (len(ahead) < MIN_SCANS_AHEAD and not isinstance(verifier, LooksAhead)):
         outcomes = [_verified(_plan_one(target, tables, params=params, backends=backends,
-                                        rejected=rejected), backends) for target in targets]
+                                        rejected=rejected), backends, tables)
+                    for target in targets]
     else:
         with Workers(count) as pool:
             outcomes = _generate_ahead(targets, tables, params=params, backends=backends,
@@ -257,8 +265,8 @@ def _generate_ahead(
                 looker.look_ahead(step.request, workers.submit)
             planned.append(step)
             if len(planned) > PLAN_AHEAD:  # bounds the keyframes held by waiting requests
-                outcomes.append(_verified(planned.popleft(), backends))
-        return outcomes + [_verified(step, backends) for step in planned]
+                outcomes.append(_verified(planned.popleft(), backends, tables))
+        return outcomes + [_verified(step, backends, tables) for step in planned]
     finally:
         if isinstance(backends.probe, TiledProbe):
             backends.probe.drop_ahead()
@@ -277,19 +285,28 @@ def drawable_scenes(targets: Sequence[Target], tables: SceneTables, *,
 
 
 def _acceptor(
-    target: Target, probe: NegativeProbe | None, rejected: list[RejectedNegative], *,
+    target: Target, backends: _Backends, rejected: list[RejectedNegative], *,
     excluded: frozenset[str], attire: Mapping[str, str],
 ) -> Callable[[Scene], bool] | None:
-    """The plan's ``accept`` check for ``target``: probe each negative for the object's
-    label and for everything else the question names (``excluded``; people it describes by
-    their clothes, ``attire``, only in clothes that could be those), noting every refusal in
+    """The plan's ``accept`` check for ``target``: a negative may not show the target's own
+    camera set-up (``backends.setup``); then probe each negative for the object's label and
+    for everything else the question names (``excluded``; people it describes by their
+    clothes, ``attire``, only in clothes that could be those), noting every probe refusal in
     ``rejected``; None when there is nothing to check."""
     own = {normalize(target.target_object.tag)} if target.target_object is not None else set()
     named = excluded - own
-    if probe is None or (target.target_object is None and not named):
+    probe, setup = backends.probe, backends.setup
+    if probe is not None and target.target_object is None and not named:
+        probe = None
+    if probe is None and setup is None:
         return None
 
     def accept(scene: Scene) -> bool:
+        if setup is not None and setup.same(target.scene, backends.frames(target.scene),
+                                            scene, backends.frames(scene)):
+            return False
+        if probe is None:
+            return True
         refusal: Refusal | None = probe.evidence(scene, target, named=named, attire=attire)
         if refusal is not None:
             rejected.append(RejectedNegative(target.target_id, refusal.sighting,
@@ -307,10 +324,10 @@ def _plan_one(
     keyframes of its negatives decoded now, in the serial order), or why it was skipped."""
     rng = random.Random(f"nemo-plan:{params.seed}:{target.needle_type}:{target.target_id}")
     base = tables.view(target.scene)
+    common = tables.common_terms(target.video_id, share=params.common_term_share)
     view = TargetView(base.scene, base.tags, base.objects, target.target_object,
                       backends.frames(target.scene),
-                      common_terms=tables.common_terms(target.video_id,
-                                                       share=params.common_term_share))
+                      common_terms=common | crowded_terms(target, tables, params=params))
     written = backends.describer.write(view, needle_type=target.needle_type)
     if isinstance(written, Skip):
         return SkipRecord(target.target_id, target.needle_type, "describe",
@@ -324,7 +341,7 @@ def _plan_one(
     negatives = select_negatives(target, tables, params=params, rng=rng, excluded=excluded,
                                  attire=attire)
     plan = plan_short_montage(target, negatives, params=params, rng=rng,
-                              accept=_acceptor(target, backends.probe, rejected,
+                              accept=_acceptor(target, backends, rejected,
                                                excluded=excluded, attire=attire))
     if isinstance(plan, PlanSkip):
         return SkipRecord(target.target_id, target.needle_type, "plan",
@@ -342,17 +359,53 @@ def _plan_one(
     )
     return _Planned(plan, question, VerifyRequest(
         target.needle_type, written.description, written.question, view,
-        _negative_views(plan, tables, backends=backends)))
+        _negative_views(plan, tables, backends=backends)), excluded)
 
 
-def _verified(step: _Planned | SkipRecord, backends: _Backends) -> _Made | SkipRecord:
-    """The verifier's verdict on a planned montage's question (skips pass through)."""
+def _verified(step: _Planned | SkipRecord, backends: _Backends,
+              tables: SceneTables) -> _Made | SkipRecord:
+    """The verifier's verdict on a planned montage's question (skips pass through).
+
+    A scene needle refused for one term no second look confirmed ("a black-and-white scene
+    with a refrigerator" where the tank is no refrigerator) is written again without it, up
+    to :data:`MAX_REWRITES` times, on the same montage: the negatives already hold none of
+    the terms the first text named, so a text naming fewer of them needs no new ones."""
     if isinstance(step, SkipRecord):
         return step
     verdict = backends.verifier.verify(step.request)
+    for _ in range(MAX_REWRITES):
+        if verdict.passed or not verdict.unconfirmed or step.question.needle_type != "scene":
+            break
+        again = _rewritten(step, verdict.unconfirmed, backends.describer, tables)
+        if again is None:
+            break
+        step, verdict = again, backends.verifier.verify(again.request)
     verification = Verification(step.question.question_id, backends.verifier.name,
                                 backends.verifier.version, verdict.passed, verdict.reason)
     return _Made(step.montage, step.question, verification)
+
+
+def _rewritten(step: _Planned, term: str, describer: Describer,
+               tables: SceneTables) -> _Planned | None:
+    """``step``'s scene needle written without ``term``; None when the describer has nothing
+    else to say or names a term the montage's negatives were not chosen against."""
+    target = step.request.target
+    view = dataclasses.replace(target, common_terms=target.common_terms | {normalize(term)})
+    written = describer.write(view, needle_type="scene")
+    if isinstance(written, Skip):
+        return None
+    excluded = excluded_terms(Target("scene", target.scene), tables,
+                              text=f"{written.description}\n{written.question}")
+    if not excluded <= step.excluded or normalize(term) in excluded:
+        return None
+    question = dataclasses.replace(
+        step.question, description=written.description, text=written.question,
+        template_id=written.template_id, question_id=question_id_for(
+            step.montage.montage_id, needle_type="scene", target_id=target.scene.scene_id,
+            template_id=written.template_id))
+    request = dataclasses.replace(step.request, description=written.description,
+                                  question=written.question, target=view)
+    return _Planned(step.montage, question, request, excluded)
 
 
 def _negative_views(

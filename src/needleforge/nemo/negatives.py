@@ -24,19 +24,33 @@ clothes were not measured, or a "person" tag with no track to compare keeps it o
 
 The eligible scenes are listed by scene index and shuffled with the caller's seeded
 ``random.Random``, so the order depends only on the seed and the tables.
+
+**Negatives first** (:func:`crowded_terms`). The NeMo paper draws tag-disjoint negatives and
+then asks the question; a description fixed first ("people, cars and a sports ball") can name a
+term most other scenes hold ("people", at a lectern and on a street alike) and so find no
+negative at all. Before a scene needle is written, its terms are therefore read against the
+negatives that exist: a term whose exclusion would leave too few candidates to fill a short
+montage is *crowded* for that target, and the describer leaves it out like a term common to
+the whole video.
 """
 
 from __future__ import annotations
 
 import random
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from needleforge.config import NemoParams
 from needleforge.nemo.tables import SceneTables
 from needleforge.nemo.targets import Target
-from needleforge.records import Scene
+from needleforge.records import ObjectTrack, Scene, SceneTag
 from needleforge.records.attire import could_be
-from needleforge.records.phrases import ATTRIBUTE_WORDS, holds, named_terms, normalize
+from needleforge.records.phrases import (
+    ATTRIBUTE_WORDS,
+    holds,
+    named_terms,
+    normalize,
+    ranked_tags,
+)
 
 _EPS = 1e-9
 
@@ -101,3 +115,47 @@ def select_negatives(
     ]
     rng.shuffle(pool)
     return pool
+
+
+def crowded_terms(target: Target, tables: SceneTables, *, params: NemoParams) -> frozenset[str]:
+    """The terms of scene target ``target`` a description may not name, because a montage
+    could then not be filled with negatives that hold none of them (see the module docstring).
+
+    The target's terms are taken in the order a describer prefers them (its objects, the
+    most prominent first, then its tags by score); each is kept while the candidates that
+    hold none of the kept terms still give ``min_negatives`` scenes and, with the target,
+    ``short_min_s`` seconds; a term that would break that is crowded. So the description
+    keeps the terms that tell the target apart from the negatives at hand. Empty for an
+    object target (its label is the question), and when the video's other scenes could not
+    fill a montage even if nothing were named.
+    """
+    if target.target_object is not None:
+        return frozenset()
+    candidates = [s for s in tables.scenes_by_video.get(target.video_id, ())
+                  if s.scene_id != target.scene.scene_id
+                  and s.duration_s + _EPS >= params.min_negative_s]
+    if not _fills(candidates, target.scene.duration_s, params=params):
+        return frozenset()  # too few scenes whatever is named: the plan says so
+    terms = {s.scene_id: tables.view(s).terms for s in candidates}
+    pool, crowded = candidates, set()
+    for term in _preferred_terms(tables.view(target.scene).objects,
+                                 tables.tags_by_scene.get(target.scene.scene_id, ())):
+        left = [s for s in pool if not holds(terms[s.scene_id], term)]
+        if _fills(left, target.scene.duration_s, params=params):
+            pool = left
+        else:
+            crowded.add(term)
+    return frozenset(crowded)
+
+
+def _preferred_terms(objects: Sequence[ObjectTrack], tags: Sequence[SceneTag]) -> list[str]:
+    """Object labels by prominence (visible time x area), then tags by rank, each once."""
+    ranked = sorted(objects, key=lambda o: (-(o.visible_s * o.mean_area_frac), o.object_id))
+    terms = [normalize(o.tag) for o in ranked] + list(ranked_tags(tags))
+    return [t for t in dict.fromkeys(terms) if t and t not in ATTRIBUTE_WORDS]
+
+
+def _fills(scenes: Sequence[Scene], target_s: float, *, params: NemoParams) -> bool:
+    """Whether ``scenes`` could fill a short montage beside a target of ``target_s``."""
+    return (len(scenes) >= params.min_negatives
+            and target_s + sum(s.duration_s for s in scenes) + _EPS >= params.short_min_s)

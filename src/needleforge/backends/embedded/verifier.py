@@ -165,7 +165,7 @@ class LookingVerifier(EmbeddedVerifier):
             else:
                 winner, tried = self._confirm_term(term, count, target, frames)
             if winner is None:
-                return Verdict(False, _failure(term, tried))
+                return Verdict(False, _failure(term, tried), unconfirmed=term)
             confirmed.append(winner)
         labels = sorted({t for t, _ in claims if t in _COCO})
         return self._negatives_verdict(request, labels, tables.reason, confirmed)

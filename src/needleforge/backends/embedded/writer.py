@@ -76,6 +76,7 @@ from needleforge.records.phrases import (
     term_spans,
     with_colour,
 )
+from needleforge.scenes.bodies import BODY_TAG
 from needleforge.scenes.palette import SHOT_WORDS
 
 #: Words a detector (and the tagger's coarse groups) can name: tags a second model can check.
@@ -83,6 +84,10 @@ DETECTOR_WORDS = frozenset(normalize(w) for w in (*COCO_LABELS.values(), *IMAGEN
 #: The smallest share of the frame each object of a counted label must cover (see
 #: :meth:`EmbeddedDescriber._object_phrases`).
 MIN_COUNTABLE_AREA = 0.02
+#: The smallest share of the frame the largest object of a label must cover for a scene
+#: needle to name it: 0.002 is about 20 x 20 pixels of a 640 x 360 frame; a "sports ball" of
+#: 0.0005 on a street was a speck no viewer could point at.
+MIN_NAMEABLE_AREA = 0.002
 #: How many clashing negatives a failure reason lists before "(+N more)".
 _LISTED = 3
 
@@ -310,7 +315,8 @@ class EmbeddedDescriber:
         """``(label, phrase)`` per nameable label, most prominent first: "a cat", "two people".
 
         Nameable: concrete (not abstract), not common in the video, and seen on two
-        consecutive keyframes at least once (a track that flickers is not evidence).
+        consecutive keyframes at least once (a track that flickers is not evidence), and
+        large enough to see (:data:`MIN_NAMEABLE_AREA`).
 
         No colour word: a scene needle's verifiers check which things a scene holds, not
         their colours (a white cockatoo read "brown" at its box centre). A count only where a
@@ -324,6 +330,8 @@ class EmbeddedDescriber:
             if label and label not in self._abstract and label not in common \
                     and obj.visible_s > 0:
                 groups[label].append(obj)
+        groups = {label: group for label, group in groups.items()
+                  if max(o.mean_area_frac for o in group) >= MIN_NAMEABLE_AREA}
         ranked = sorted(groups.items(), key=lambda kv: (
             -max(o.visible_s * o.mean_area_frac for o in kv[1]), kv[0]))
         phrases = []
@@ -343,7 +351,8 @@ class EmbeddedDescriber:
         # Whole-shot words a measure gave ("black-and-white"): they say what kind of scene.
         shot = " ".join(["a", *sorted(t for t in ranked if t in SHOT_WORDS), "scene"])
         tags = [t for t in ranked if t not in labels and t not in SHOT_WORDS
-                and (self._fine_tags or t in DETECTOR_WORDS)][: self._top_tags]
+                and t != BODY_TAG and (self._fine_tags or t in DETECTOR_WORDS)
+                ][: self._top_tags]
         if objects and tags:
             clause = (f"{shot} with {join_words([p for _, p in objects])}, "
                       f"in a setting tagged {join_words(tags)}")
