@@ -27,7 +27,7 @@ import numpy.typing as npt
 
 from needleforge.backends import Detector, Keyframe, Registry, Tagger, TextReader
 from needleforge.config import ObjectParams, SceneParams
-from needleforge.errors import BackendError, NeedleforgeError, SubtitleError
+from needleforge.errors import BackendError, MediaError, NeedleforgeError, SubtitleError
 from needleforge.objects import build_objects, scene_tags
 from needleforge.objects.tracker import usable
 from needleforge.records import (
@@ -134,6 +134,9 @@ def represent_video(
     :class:`~needleforge.errors.SubtitleError` (naming the line) for a malformed sidecar.
     """
     path = Path(video.stored_path)
+    if not path.is_file():  # the store reads its paths back absolute: name the one tried
+        raise MediaError(f"{path}: the stored copy of video {video.video_id} is not there; "
+                         "ingest its manifest again to store it anew")
     errors: list[str] = []
     detector_name = "stored scenes"
     if scenes is None:
