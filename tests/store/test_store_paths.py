@@ -126,3 +126,30 @@ def test_reingesting_records_where_a_moved_copy_is_now(tmp_path: Path) -> None:
         store.upsert_videos([video])
         assert store.upsert_videos([moved]) == 0
         assert store.videos()[0].stored_path == str(tmp_path / "new" / "m.mp4")
+
+
+def test_a_project_moved_whole_finds_its_content_addressed_media(tmp_path: Path) -> None:
+    """The store and its media moved together (a renamed project folder, a DVC stage's store
+    restored into another checkout): the stale absolute rows are found by their hashed names
+    beside the store; a copy of the store file alone still reads the absolute rows."""
+    sha = "ab" * 32
+    old = tmp_path / "old" / "data"
+    (old / "media" / "ab").mkdir(parents=True)
+    (old / "media" / "ab" / f"{sha}.mp4").write_bytes(b"video")
+    db = old / "db" / "nf.duckdb"
+    db.parent.mkdir()
+    with Store(db) as store:
+        store.upsert_videos([dataclasses.replace(
+            make_video(), stored_path=str(old / "media" / "ab" / f"{sha}.mp4"))])
+    copy = tmp_path / "scratch" / "copy.duckdb"
+    copy.parent.mkdir()
+    shutil.copy(db, copy)
+    with Store(copy, read_only=True) as store:
+        assert store.videos()[0].stored_path == str(old / "media" / "ab" / f"{sha}.mp4")
+    (tmp_path / "old").rename(tmp_path / "new")
+    new = tmp_path / "new" / "data"
+    with Store(new / "db" / "nf.duckdb", read_only=True) as store:
+        assert store.videos()[0].stored_path == str(new / "media" / "ab" / f"{sha}.mp4")
+    gone = StorePaths.of(new / "db" / "nf.duckdb")
+    assert gone.from_row(str(old / "media" / "ab" / "bars.mp4")) == \
+        str(old / "media" / "ab" / "bars.mp4")  # not a hashed name: not searched for

@@ -8,6 +8,13 @@ folder. Absolute rather than relative to the store file, because stores get copi
 own (each DVC stage starts from a copy of the previous stage's store; benchmarks and tests
 copy a represented store into a scratch folder): the copy must still find the media.
 
+A project folder moved whole (or a DVC stage's store restored from the run cache into another
+checkout) holds absolute paths to where it was. Media files are content-addressed
+(``<media>/<sha[:2]>/<sha><suffix>``), so an absolute row whose file is gone is looked for
+by its last folders beside the store file and up to :data:`MAX_UP` folders above it
+(``data/db/x.duckdb`` finds ``data/media/ab/ab….mp4``); a name that is not a content hash is
+never searched for.
+
 Stores written before this rule hold paths relative to the folder their ingest ran in, or,
 for a store that also went without a working folder, relative to the store file. A relative
 path is read as relative to the store file's folder when that file exists, else as the old
@@ -23,7 +30,13 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 from pathlib import Path
+
+#: How many folders above the store file's a moved media path is looked for.
+MAX_UP = 2
+#: The name of a file in the content-addressed media store (sha256 + suffix).
+_HASHED = re.compile(r"[0-9a-f]{64}(\.[A-Za-z0-9]+)?")
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -48,7 +61,7 @@ class StorePaths:
         """The absolute path a stored value means (legacy rows as the module docstring says)."""
         path = Path(kept)
         if path.is_absolute():
-            return kept
+            return kept if path.exists() else str(self._moved(path) or path)
         beside = Path(os.path.normpath(self.root / path))
         if beside.exists():
             return str(beside)
@@ -63,6 +76,19 @@ class StorePaths:
             return None
         found = self.from_row(kept)
         return found if Path(found).exists() else None
+
+    def _moved(self, path: Path) -> Path | None:
+        """Where a content-addressed file named by a stale absolute ``path`` is now: its
+        last 2 or 3 path parts (``ab/<sha>.mp4``, ``media/ab/<sha>.mp4``) under the store's
+        folder or one of its :data:`MAX_UP` parents; None when not found or not hashed."""
+        if not _HASHED.fullmatch(path.name):
+            return None
+        for base in (self.root, *self.root.parents[:MAX_UP]):
+            for depth in (3, 2):
+                candidate = base.joinpath(*path.parts[-depth:])
+                if candidate.is_file():
+                    return candidate
+        return None
 
 
 def _absolute(path: str | Path) -> Path:
