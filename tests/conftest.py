@@ -107,3 +107,12 @@ def prefect_harness() -> Iterator[None]:
 
     with prefect_test_harness(server_startup_timeout=90):
         yield
+
+
+@pytest.fixture(autouse=True)
+def _debug_log_in_tmp(tmp_path_factory: pytest.TempPathFactory,
+                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """Errors the CLI logs whole (``needleforge.debug_log``) go to a scratch file, not to the
+    developer's cache folder."""
+    monkeypatch.setenv("NEEDLEFORGE_DEBUG_LOG",
+                       str(tmp_path_factory.getbasetemp() / "debug.log"))

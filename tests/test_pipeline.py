@@ -237,3 +237,43 @@ def test_scan_jobs_migrate_an_older_store_and_skip_when_the_check_is_off(
         assert store.counts()["negative_scans"] == 0  # the v5 tables exist now
     off = Params.model_validate({"nemo": {"check_negatives": False}})
     assert scan_jobs(db=db, params=off) == []
+
+
+@pytest.mark.slow
+def test_stages_run_from_another_folder_find_everything(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """studio and ingest run in one folder with relative paths (``--media-dir media``, the
+    store under ``data/``), then represent, nemo and render from another, reaching the store
+    and params by relative paths again: every video is represented and every montage
+    rendered, nothing is "file not found"."""
+    first, second = tmp_path / "first", tmp_path / "second"
+    first.mkdir()
+    second.mkdir()
+    (first / "params.yaml").write_text(yaml.safe_dump({
+        "studio": {"seed": 3, "real_clips": [], "programs": [
+            {"name": "tiny", "n_videos": 2, "video_duration_s": 45, "min_scene_s": 5,
+             "max_scene_s": 10}]},
+        "scenes": {"backend": "opencv"},
+        "nemo": {"check_negatives": False},
+    }))
+    monkeypatch.chdir(first)
+    for args in (["studio", "--out", "studio"],
+                 ["ingest", "studio/manifest.yaml", "--db", "data/nf.duckdb",
+                  "--media-dir", "media"]):
+        result = runner.invoke(app, [*args, "--params", "params.yaml"])
+        assert result.exit_code == 0, result.output
+    monkeypatch.chdir(second)
+    db, params = "../first/data/nf.duckdb", "../first/params.yaml"
+    represented = runner.invoke(app, ["represent", "--db", db, "--params", params])
+    assert represented.exit_code == 0, represented.output
+    assert "2 video(s) represented, 0 already current, 0 failed" in represented.output
+    generated = runner.invoke(app, ["nemo", "--db", db, "--params", params])
+    assert generated.exit_code == 0, generated.output
+    with Store(Path(db), read_only=True) as store:
+        montages = store.montages()
+    assert montages
+    rendered = runner.invoke(app, ["render", "--db", db, "--out", "render", "--params", params])
+    assert rendered.exit_code == 0, rendered.output
+    assert {p.stem for p in (second / "render").glob("*.mp4")} == \
+        {m.montage_id for m in montages}

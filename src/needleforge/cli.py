@@ -2,7 +2,10 @@
 
 Each command parses its arguments, loads ``params.yaml``, calls the stage function the Prefect
 flow and the DVC stage also call, writes the store (the CLI process is the single writer), and
-prints a short report. Errors a user can cause exit with status 2 and one clear message.
+prints a short report. Errors a user can cause exit with status 2 and one clear message; the
+library text behind one goes to the debug log (:mod:`needleforge.debug_log`), whose path the
+message then ends with. Commands that build model backends check them first
+(:mod:`needleforge.preflight`), before importing the pipeline.
 """
 
 from __future__ import annotations
@@ -41,14 +44,20 @@ DbOption = Annotated[Path, typer.Option("--db", help="DuckDB store.", dir_okay=F
 
 
 def _user_errors(func: Callable[P, R]) -> Callable[P, R]:
-    """Turn project errors into one red line and exit status 2 (no traceback)."""
+    """Turn project errors into one red line and exit status 2 (no traceback); an error
+    with causes is logged whole, and the line says where."""
 
     @functools.wraps(func)
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
         try:
             return func(*args, **kwargs)
         except NeedleforgeError as err:
-            err_console.print(f"[bold red]error:[/] {err}", highlight=False, soft_wrap=True)
+            from needleforge.debug_log import record
+
+            logged = record(err, command=func.__name__)
+            details = f" (details: {logged})" if logged is not None else ""
+            err_console.print(f"[bold red]error:[/] {err}{details}", highlight=False,
+                              soft_wrap=True)
             raise typer.Exit(code=2) from None
 
     return wrapper
@@ -124,9 +133,13 @@ Step = Literal["scenes", "objects", "all"]
 def _represent(db: Path, params_path: Path | None, step: Step) -> None:
     from rich.progress import Progress
 
-    from needleforge.pipeline import represent_store
+    from needleforge.preflight import check_objects
 
     params = _params(params_path)
+    if step != "scenes":
+        check_objects(params.objects)
+    from needleforge.pipeline import represent_store
+
     with Progress(console=console, transient=True) as progress:
         bar = progress.add_task(f"{step}: representing videos", total=None)
         outcome = represent_store(
@@ -170,10 +183,15 @@ def represent(db: DbOption = DEFAULT_DB, params_path: ParamsOption = None) -> No
 @_user_errors
 def nemo(db: DbOption = DEFAULT_DB, params_path: ParamsOption = None) -> None:
     """NeMo stage 2: targets, written questions, negatives, short montages, self-verification."""
+    from needleforge.preflight import check_nemo
+
+    params = _params(params_path)
+    with console.status("checking the model backends…"):
+        check_nemo(params.nemo)
     from needleforge.pipeline import generate_store
 
     with console.status("writing and verifying NeMo questions…"):
-        outcome = generate_store(db=db, params=_params(params_path))
+        outcome = generate_store(db=db, params=params)
     result, cost = outcome.result, outcome.probe_cost
     passed = len(result.releasable())
     console.print(

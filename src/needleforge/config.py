@@ -5,7 +5,8 @@ These models are the one owner of every default: ``params.yaml`` (the sample rec
 file uses them as they are (:func:`resolve_params`). Every model forbids unknown keys, so a
 typo (``sed:`` for ``seed:``) fails loudly with the key named instead of silently using a
 default. Paths are not parameters: each stage's inputs and outputs come from its command line,
-as DVC stages declare them.
+as DVC stages declare them; the model files a backend's options name are read relative to
+the params file that names them.
 Its only in-package imports are leaves: errors, the section base, the ``*_params`` sections.
 """
 
@@ -26,6 +27,7 @@ from needleforge.expand_params import ExpandParams as ExpandParams
 from needleforge.object_params import DEFAULT_LABEL_FAMILIES as DEFAULT_LABEL_FAMILIES
 from needleforge.object_params import ObjectParams as ObjectParams
 from needleforge.params_base import Section as _Section
+from needleforge.params_base import anchor_paths
 
 
 class ProgramParams(_Section):
@@ -485,6 +487,8 @@ def resolve_params(path: Path | None) -> Params:
     owner, the models above. ``params.yaml`` is the sample recipe, holding only its
     differences from these defaults; ``dvc repro`` (``make demo``), the refresh deployment
     (``prefect.yaml``) and the documented flow commands name it with ``--params params.yaml``.
+    Relative model paths in it (``checkpoint``, ``python``, ``model_dir``, …) are taken from
+    the file's own folder, wherever the command runs (:func:`~.params_base.anchor_paths`).
 
     Raises:
         ParamsError: the file is missing, not UTF-8, not YAML, or has unknown or invalid
@@ -502,7 +506,7 @@ def resolve_params(path: Path | None) -> Params:
         data = yaml.safe_load(text)
     except yaml.YAMLError as err:
         raise ParamsError(f"{path}: not valid YAML: {err}") from None
-    return parse_params(data, source=str(path))
+    return parse_params(anchor_paths(data, base=path.absolute().parent), source=str(path))
 
 
 def load_params(path: Path | None) -> Params:

@@ -28,7 +28,7 @@ import numpy.typing as npt
 from needleforge.backends import Detector, Keyframe, Registry, Tagger, TextReader
 from needleforge.backends.embedded.pose import EmbeddedPose
 from needleforge.config import ObjectParams, SceneParams
-from needleforge.errors import BackendError, NeedleforgeError, SubtitleError
+from needleforge.errors import BackendError, MediaError, NeedleforgeError, SubtitleError
 from needleforge.objects import build_objects, scene_tags
 from needleforge.objects.tracker import usable
 from needleforge.records import (
@@ -141,6 +141,9 @@ def represent_video(
     :class:`~needleforge.errors.SubtitleError` (naming the line) for a malformed sidecar.
     """
     path = Path(video.stored_path)
+    if not path.is_file():  # the store reads its paths back absolute: name the one tried
+        raise MediaError(f"{path}: the stored copy of video {video.video_id} is not there; "
+                         "ingest its manifest again to store it anew")
     errors: list[str] = []
     detector_name = "stored scenes"
     if scenes is None:
@@ -241,9 +244,8 @@ def _represent_scene(
     merged = scene_tags(tag_lists, objects, min_score=params.min_tag_score,
                         min_keyframes=params.min_tag_keyframes,
                         min_label_keyframes=params.min_label_keyframes)
-    provenance = f"{models.tagger.name}+{models.detector.name}"
-    versions = f"{models.tagger.version}+{models.detector.version}"
-    tags = [SceneTag(scene_id, t.tag, t.score, provenance, versions) for t in merged]
+    tags = [SceneTag(scene_id, t.tag, t.score, *_tag_source(t, objects, models=models,
+                                                             params=params)) for t in merged]
     # Whole-shot words measured on the pixels (black-and-white footage): no model's guess.
     tags += [SceneTag(scene_id, word, 1.0, MEASURE_NAME, MEASURE_VERSION)
              for word in shot_words([f.image for f in frames])]
@@ -261,6 +263,18 @@ def _body_tags(scene_id: str, frames: Sequence[Keyframe], pose: EmbeddedPose
     share = body_share([pose.keypoint_scores(f.image) for f in frames])
     return [] if share is None else [SceneTag(scene_id, BODY_TAG, share, pose.name,
                                               pose.version)]
+
+
+def _tag_source(tag: TagScore, objects: Sequence[ObjectTrack], *, models: Models,
+                params: ObjectParams) -> tuple[str, str]:
+    """Which model a merged scene tag comes from, as ``(backend, model_version)``: the
+    detector when one of the scene's tracks gives the label at the kept score, else the
+    tagger (a tag both give keeps the larger score, so the one that gave it is named)."""
+    for obj in objects:
+        if (len(obj.boxes) >= params.min_label_keyframes and obj.mean_score == tag.score
+                and " ".join(obj.tag.split()).lower() == tag.tag):
+            return models.detector.name, models.detector.version
+    return models.tagger.name, models.tagger.version
 
 
 def _tag_crop(tagger: Tagger, scene_id: str, crop: Image, t_s: float) -> list[TagScore]:

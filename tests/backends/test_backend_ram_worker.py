@@ -128,17 +128,26 @@ def test_each_refused_checkpoint_shape_is_named(case: str, tmp_path: Path) -> No
     assert str(info.value).startswith(f"checkpoint {path}")
 
 
-@pytest.mark.parametrize("content", [b"hello\n", b"", b"\x1b[31mnot torch\x1b[0m" * 40,
-                                     b"PK\x03\x04 half a zip"])
-def test_a_file_that_is_not_a_checkpoint_is_named(content: bytes, tmp_path: Path) -> None:
+@pytest.mark.parametrize(("content", "says"), [
+    (b"hello\n", "is a text file (6 bytes), not a PyTorch checkpoint"),
+    (b"", "is empty (0 bytes), not a PyTorch checkpoint"),
+    (b"\x1b[31mnot torch\x1b[0m" * 40, "is a text file (720 bytes), not a PyTorch checkpoint"),
+    (b"<!DOCTYPE html>\n<html><body>Sign in</body></html>\n", "is an HTML page, not a "
+     "PyTorch checkpoint (a download that saved an error or sign-in page?)"),
+    (bytes(range(1, 200)) * 3, "is not a PyTorch checkpoint (neither the zip archive nor "
+     "the pickle torch writes)"),
+    (b"PK\x03\x04 half a zip", "is not a PyTorch checkpoint RAM++ can read: torch cannot "
+     "load it (a damaged or partial download?)"),
+])
+def test_a_file_that_is_not_a_checkpoint_is_named(content: bytes, says: str,
+                                                  tmp_path: Path) -> None:
+    """What the file is, in words, never torch's own error text (kept as the cause)."""
     path = tmp_path / "ram_plus_swin_large_14m.pth"
     path.write_bytes(content)
     with pytest.raises(RamLoadError) as info:
         read_checkpoint(path)
-    message = str(info.value)
-    assert message.startswith(f"checkpoint {path} is not a PyTorch checkpoint RAM++ can read "
-                              "(torch.load: ")
-    assert "\x1b" not in message and "\n" not in message
+    assert str(info.value) == f"checkpoint {path} {says}"
+    assert "\x1b" not in str(info.value) and "torch.load" not in str(info.value)
 
 
 def test_fitting_renames_resizes_drops_and_lists_what_does_not_fit() -> None:
@@ -300,9 +309,36 @@ def test_represent_with_a_bad_checkpoint_exits_2_with_one_message(
     lines = [line for line in result.output.splitlines() if line.strip()]
     assert len(lines) == 1 and lines[0].startswith("error: RAM++ "), result.output
     if where == "worker":
-        assert f"checkpoint {text.resolve()} is not a PyTorch checkpoint" in lines[0]
+        assert f"checkpoint {text.resolve()} is an HTML page, not a PyTorch checkpoint" \
+            in lines[0]
     else:  # this environment has transformers 5 and no ram: the way out is named
         assert "make ram-env" in lines[0]
+
+
+def test_a_checkpoint_torch_cannot_read_is_one_line_and_the_worker_says_why_in_the_log(
+    tmp_path: Path, standin_python: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A file that starts like a checkpoint but is not one reaches ``torch.load`` in the
+    worker: the line says what the user can act on, the log keeps the worker's traceback."""
+    from needleforge.cli import app
+
+    log = tmp_path / "debug.log"
+    monkeypatch.setenv("NEEDLEFORGE_DEBUG_LOG", str(log))
+    checkpoint = tmp_path / "ram_plus_swin_large_14m.pth"
+    checkpoint.write_bytes(b"PK\x03\x04 half a zip")
+    params = tmp_path / "params.yaml"
+    params.write_text(yaml.safe_dump({"objects": {"tagger": "ram_plus", "tagger_options": {
+        "checkpoint": str(checkpoint), "python": str(standin_python)}}}))
+    result = CliRunner().invoke(app, ["represent", "--db", str(tmp_path / "nf.duckdb"),
+                                      "--params", str(params)])
+    assert result.exit_code == 2, result.output
+    lines = [line for line in result.output.splitlines() if line.strip()]
+    assert lines == [f"error: RAM++ worker did not load: checkpoint {checkpoint} is not a "
+                     "PyTorch checkpoint RAM++ can read: torch cannot load it (a damaged or "
+                     f"partial download?) (details: {log})"]
+    logged = log.read_text()
+    assert "WorkerOutput: RAM++ worker's last output:" in logged
+    assert "RamLoadError" in logged and "Traceback" in logged
 
 
 def test_the_stand_in_environment_is_separate(standin_python: Path) -> None:

@@ -95,6 +95,17 @@ def test_represent_real_clips_and_rerun(clips: Path, tmp_path: Path) -> None:
     assert all(o.backend == "embedded-ssd-mobilenet-v2-coco" and o.model_version
                for o in objects)
     assert any(t.scene_id == cat[0].scene_id and "cat" in t.tag for t in tags)
+    # each tag row names the one model that gave it, with that model's own version
+    [detector] = {(o.backend, o.model_version) for o in objects}
+    by_source = {(t.backend, t.model_version) for t in tags}
+    assert detector in by_source and not any("+" in t.backend for t in tags)
+    tagger = {pair for pair in by_source if pair[0] == "embedded-efficientnet-lite3-int8"}
+    assert len(tagger) == 1 and by_source - tagger - {detector} <= {
+        (t.backend, t.model_version) for t in tags if t.backend.startswith("measure")}
+    for t in tags:  # the detector where a track of the label gave the kept score
+        if not t.backend.startswith("measure"):
+            scores = {o.mean_score for o in objects if o.scene_id == t.scene_id and o.tag == t.tag}
+            assert ((t.backend, t.model_version) == detector) == (t.score in scores), t
 
     assert len(scenes["black.mp4"]) == 1 and len(scenes["one.mp4"]) == 1
     black = scenes["black.mp4"][0].scene_id
@@ -179,7 +190,11 @@ def test_represent_with_a_local_transformers_tagger(clips: Path, tmp_path: Path)
     with Store(db) as store:
         tags = store.scene_tags()
     assert {"kitten", "spaceman"} & {t.tag for t in tags}
-    assert all(t.backend.startswith("hf-tiny-vit+") for t in tags)
+    assert all(t.backend.startswith("hf-tiny-vit") for t in tags
+               if t.tag in ("kitten", "spaceman"))  # the tagger's own rows name it alone
+    assert {t.backend for t in tags} <= {
+        next(t.backend for t in tags if t.tag == "kitten" or t.tag == "spaceman"),
+        "embedded-ssd-mobilenet-v2-coco", "measure-palette"}
 
     params.write_text(yaml.safe_dump({"objects": {"tagger": "hf", "tagger_options": {
         "model_dir": str(model_dir), "colour": "red"}}}))

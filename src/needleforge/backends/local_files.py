@@ -25,7 +25,7 @@ def require_file(path: Path | str, *, what: str, hint: str = "") -> Path:
     Raises:
         BackendError: naming ``what`` the file is, the path, and ``hint`` (how to get it).
     """
-    file = Path(path).expanduser()
+    file = Path(path).expanduser().absolute()  # an error names the folder looked in
     if not file.is_file():
         state = "is a directory, not a file" if file.is_dir() else "does not exist"
         raise BackendError(f"{what} {file} {state}{'; ' + hint if hint else ''}")
@@ -38,7 +38,7 @@ def require_dir(path: Path | str, *, what: str, hint: str = "") -> Path:
     Raises:
         BackendError: naming ``what`` the directory is, the path, and ``hint``.
     """
-    folder = Path(path).expanduser()
+    folder = Path(path).expanduser().absolute()
     if not folder.is_dir():
         state = "is a file, not a directory" if folder.is_file() else "does not exist"
         raise BackendError(f"{what} {folder} {state}{'; ' + hint if hint else ''}")

@@ -14,12 +14,19 @@ Failure rules — a model that cannot be understood never produces a question or
 * verifier: it passes only when the model says the description fits the target clip and none
   of the negatives; no negatives, missing keyframes, a failed call (after the transport's
   retries) or a malformed answer give a failed :class:`Verdict` saying which clip and why.
+
+One give-up rule, so a model that never answers usably cannot finish a stage "successfully"
+with nothing in it: when the first ``give_up_after`` calls of a describer or verifier all fail
+the same way — the same transport error, the same HTTP status, or answers with no JSON object
+to read (:data:`UNPARSEABLE`) — :class:`FailureStreak` stops the stage with
+:class:`EndpointFailure`, naming the kind and the last failure (an answer cut to one line).
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Sequence
-from typing import TypeAlias
+from typing import TypeAlias, TypeVar
 
 from needleforge.backends.base import Keyframe
 from needleforge.backends.hf.vlm_prompts import draw_box
@@ -27,10 +34,12 @@ from needleforge.backends.writer_prompts import (
     AnswerFormatError,
     ClipKind,
     FitAnswer,
+    UnparseableAnswer,
     choose_template,
     describe_prompt,
     parse_fit_answer,
     parse_writer_answer,
+    snippet,
     verify_prompt,
 )
 from needleforge.backends.writing import (
@@ -42,7 +51,7 @@ from needleforge.backends.writing import (
     WrittenNeedle,
 )
 from needleforge.config import DEFAULT_ABSTRACT_LABELS
-from needleforge.errors import BackendError
+from needleforge.errors import BackendError, NeedleforgeError
 from needleforge.records import NeedleType, ObjectTrack
 from needleforge.records.phrases import normalize
 
@@ -51,6 +60,88 @@ from needleforge.records.phrases import normalize
 Ask: TypeAlias = Callable[[Sequence[Keyframe], str], str]
 #: How many scene tags and labels a scene prompt lists as hints.
 _HINT_TAGS = 8
+#: The failure kind of answers holding no JSON object to read (prose instead of the format).
+UNPARSEABLE = "unparseable answers"
+_T = TypeVar("_T")
+
+
+class EndpointFailure(NeedleforgeError):
+    """The first calls of a stage to a model all failed the same way.
+
+    Deliberately not a :class:`BackendError`: the writers turn a BackendError into one
+    target's skip or failed verdict, which is what let a dead server, or a model answering
+    prose, finish a stage with zero questions and exit status 0.
+    """
+
+
+class FailureStreak:
+    """Stops a stage whose first ``limit`` calls all failed the same way (``limit`` 0: never).
+
+    "The same way" is the failure's kind (``HTTP 400``, ``ConnectError``, ``timeout``,
+    :data:`UNPARSEABLE`), not its text, which may hold request ids. Once a call has worked
+    (an answer in the format, even one breaking a content rule) the model is known to work,
+    and later failures stay the targets' own (a skip or a failed verdict each): the work
+    already done is not thrown away. Thread-safe.
+    """
+
+    def __init__(self, limit: int, *, who: str) -> None:
+        """Raises: BackendError: a negative ``limit``."""
+        if limit < 0:
+            raise BackendError(f"give_up_after = {limit} must be >= 0 (0: never give up)")
+        self.limit, self.who = limit, who
+        self._lock = threading.Lock()
+        self._worked = False
+        self._kind: str | None = None
+        self._count = 0
+
+    def succeeded(self) -> None:
+        """Note a call that worked: from now on nothing stops the stage."""
+        with self._lock:
+            self._worked = True
+
+    def failed(self, kind: str, last: str) -> None:
+        """Note a failed call of ``kind``; ``last`` says what happened, on one line.
+
+        Raises:
+            EndpointFailure: it is the ``limit``-th failure of one kind in a row and no call
+                has worked yet; the message names the kind and repeats ``last``.
+        """
+        with self._lock:
+            if self._worked or self.limit == 0:
+                return
+            self._count = self._count + 1 if kind == self._kind else 1
+            self._kind = kind
+            if self._count >= self.limit:
+                raise EndpointFailure(
+                    f"{self.who}: stopping: its first {self._count} calls all failed the same "
+                    f"way ({kind}); the last: {last}")
+
+    def call(self, ask: Ask, frames: Sequence[Keyframe], prompt: str,
+             parse: Callable[[str], _T]) -> _T:
+        """``parse(ask(frames, prompt))``, noting how the call went.
+
+        Raises:
+            BackendError, AnswerFormatError: as ``ask`` and ``parse`` do (the caller makes a
+                skip or a failed verdict of them). EndpointFailure: as :meth:`failed`.
+        """
+        try:
+            text = ask(frames, prompt)
+        except BackendError as exc:
+            kind = getattr(exc, "kind", None)
+            self.failed(kind if isinstance(kind, str) and kind else "failed calls", str(exc))
+            raise
+        try:
+            parsed = parse(text)
+        except UnparseableAnswer as exc:
+            said = str(exc)
+            self.failed(UNPARSEABLE, said if "in the answer" in said
+                        else f"{said} in the answer {snippet(text)}")
+            raise
+        except AnswerFormatError:
+            self.succeeded()
+            raise
+        self.succeeded()
+        return parsed
 
 
 class NoFrames(ValueError):
@@ -103,19 +194,21 @@ def _check_counts(max_frames: int, max_gap_s: float) -> None:
 
 
 class ModelDescriber:
-    """Writes needles by asking a model about the target's keyframes (see the module doc).
+    """Writes needles by asking a model about the target's keyframes (see the module doc);
+    ``give_up_after``: stop the stage when this many first calls fail alike (0: never).
 
     Raises:
-        BackendError: ``max_frames < 1`` or a negative ``max_gap_s``.
+        BackendError: ``max_frames < 1``, a negative ``max_gap_s`` or ``give_up_after``.
     """
 
     def __init__(
         self, ask: Ask, *, name: str, version: str, template_id: str, max_frames: int = 4,
         max_gap_s: float = 1.0, abstract_labels: Sequence[str] = DEFAULT_ABSTRACT_LABELS,
-        seed: int = 0,
+        seed: int = 0, give_up_after: int = 3,
     ) -> None:
         _check_counts(max_frames, max_gap_s)
         self._ask = ask
+        self._streak = FailureStreak(give_up_after, who=name)
         self._seed = seed
         self._name, self._version, self._template_id = name, version, template_id
         self._max_frames, self._max_gap_s = max_frames, max_gap_s
@@ -159,7 +252,9 @@ class ModelDescriber:
             prompt = describe_prompt("scene", n_images=len(frames),
                                      subtitles=view.subtitle_text, tags=hints[:_HINT_TAGS])
         try:
-            answer = parse_writer_answer(self._ask(frames, prompt), needle_type=needle_type)
+            answer = self._streak.call(
+                self._ask, frames, prompt,
+                lambda text: parse_writer_answer(text, needle_type=needle_type))
         except BackendError as exc:
             return Skip(f"model call failed: {exc}")
         except AnswerFormatError as exc:
@@ -183,16 +278,19 @@ class ModelVerifier:
     asked whether the description singles out that object; every negative clip is shown
     plain and asked whether some object (or, for scene needles, the clip) fits. The target is
     asked first and the negatives in montage order; judging stops at the first failure.
+    ``give_up_after`` as for :class:`ModelDescriber`.
 
     Raises:
-        BackendError: ``max_frames < 1`` or a negative ``max_gap_s``.
+        BackendError: ``max_frames < 1``, a negative ``max_gap_s`` or ``give_up_after``.
     """
 
     def __init__(
         self, ask: Ask, *, name: str, version: str, max_frames: int = 4, max_gap_s: float = 1.0,
+        give_up_after: int = 3,
     ) -> None:
         _check_counts(max_frames, max_gap_s)
         self._ask = ask
+        self._streak = FailureStreak(give_up_after, who=name)
         self._name, self._version = name, version
         self._max_frames, self._max_gap_s = max_frames, max_gap_s
 
@@ -247,7 +345,7 @@ class ModelVerifier:
         """The model's answer about one clip, or the failed verdict its failure means."""
         prompt = verify_prompt(kind, n_images=len(frames), description=request.description)
         try:
-            return parse_fit_answer(self._ask(frames, prompt))
+            return self._streak.call(self._ask, frames, prompt, parse_fit_answer)
         except BackendError as exc:
             return Verdict(False, f"verifier call on {where} failed: {exc}")
         except AnswerFormatError as exc:

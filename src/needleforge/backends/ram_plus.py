@@ -41,7 +41,13 @@ from typing import TYPE_CHECKING, Literal, Self, TypeAlias
 from needleforge.backends import ram_worker
 from needleforge.backends.base import RGBImage, ensure_rgb
 from needleforge.backends.local_files import check_device, fingerprint, require_file
-from needleforge.backends.ram_worker import RAM_INSTALL_HINT, RamLoadError, normalize, resize_rgb
+from needleforge.backends.ram_worker import (
+    RAM_INSTALL_HINT,
+    RamLoadError,
+    checkpoint_problem,
+    normalize,
+    resize_rgb,
+)
 from needleforge.backends.sidecar import Sidecar, png_base64
 from needleforge.errors import BackendError
 from needleforge.records import TagScore
@@ -105,7 +111,7 @@ class RamPlusTagger:
         load_timeout_s: float = 15 * 60.0,
     ) -> None:
         _check_image_size(image_size)
-        checkpoint_file, vocab_dir = _require_ram_plus(checkpoint, bert_dir, python=python)
+        checkpoint_file, vocab_dir = require_ram_plus(checkpoint, bert_dir, python=python)
         prints = f"ckpt.{fingerprint([checkpoint_file])}"
         if python is None:
             device = check_device(device)
@@ -113,7 +119,7 @@ class RamPlusTagger:
                 generate_tag = ram_worker.load_generate_tag(
                     checkpoint_file, bert_dir=vocab_dir, image_size=image_size, device=device)
             except RamLoadError as exc:
-                raise BackendError(f"RAM++ tagger unavailable: {exc}") from None
+                raise BackendError(f"RAM++ tagger unavailable: {exc}") from exc
             self._bind(_in_process(generate_tag, image_size=image_size, device=device),
                        image_size=image_size, device=device,
                        version=f"{ram_worker.ram_version()}+{prints}")
@@ -254,27 +260,38 @@ def default_bert_dir() -> Path:
     return Path(locations[0]) / "model"
 
 
-def _require_ram_plus(checkpoint: Path | str, bert_dir: Path | str | None, *,
-                      python: Path | str | None) -> tuple[Path, Path]:
+def require_ram_plus(checkpoint: Path | str, bert_dir: Path | str | None, *,
+                     python: Path | str | None) -> tuple[Path, Path]:
     """The checkpoint file and vocab folder, after checking every need at once: the ``ram``
-    package here (or, with ``python``, that interpreter), the checkpoint, the vocab."""
+    package here (or, with ``python``, that interpreter), the checkpoint (a file whose first
+    bytes may be a PyTorch checkpoint: not empty, not a text or HTML page), the vocab. Cheap
+    (no torch): the CLI runs it before anything slow (:mod:`needleforge.preflight`).
+
+    Raises:
+        BackendError: ``RAM++ tagger unavailable: `` and every problem found, each naming
+            the absolute path at fault.
+    """
     problems: list[str] = []
     if python is not None:
-        interpreter = Path(python).expanduser()
+        interpreter = Path(python).expanduser().absolute()
         if not interpreter.is_file():
             problems.append(f"python {interpreter} (RAM++'s own environment) does not exist: "
                             "build it with `make ram-env`")
     elif importlib.util.find_spec("ram") is None:
         problems.append(f"the 'ram' package (RAM++'s code) is not installed here: "
                         f"{SIDECAR_HINT}, or {RAM_INSTALL_HINT} into this environment")
-    checkpoint_file = Path(checkpoint).expanduser()
+    checkpoint_file = Path(checkpoint).expanduser().absolute()
     try:
         require_file(checkpoint_file, what="checkpoint", hint="download the RAM++ weights "
                      "(ram_plus_swin_large_14m.pth) and pass their path as checkpoint=")
+        problem = checkpoint_problem(checkpoint_file)
+        if problem is not None:
+            problems.append(f"checkpoint {checkpoint_file} {problem}")
     except BackendError as exc:
         problems.append(str(exc))
     try:
-        vocab_dir = Path(bert_dir).expanduser() if bert_dir is not None else default_bert_dir()
+        vocab_dir = (Path(bert_dir).expanduser().absolute() if bert_dir is not None
+                     else default_bert_dir())
         if not (vocab_dir / "vocab.txt").is_file():
             problems.append(f"BERT vocab folder {vocab_dir} has no vocab.txt (bert_dir=)")
     except BackendError as exc:

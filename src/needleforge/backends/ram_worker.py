@@ -44,6 +44,7 @@ import pickle
 import re
 import sys
 import time
+import traceback
 import warnings
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
@@ -134,15 +135,61 @@ def png_to_rgb(data: bytes) -> npt.NDArray[np.uint8]:
 # --- the checkpoint ----------------------------------------------------------------------
 
 
+#: First bytes of what ``torch.save`` writes: a zip archive (since torch 1.6), or a pickle.
+_CHECKPOINT_MAGIC = (b"PK\x03\x04", b"\x80")
+_SNIFF_BYTES = 4096
+
+
+def checkpoint_problem(path: Path) -> str | None:
+    """Why the file at ``path`` cannot be a PyTorch checkpoint, judged by its first bytes
+    (``"is empty (0 bytes)"``, ``"is an HTML page …"``, ``"is a text file …"``), or None
+    when it may be one. Checked before ``torch.load``, whose own errors on such files
+    (``EOFError``, ``pop from empty list``, advice to retry with ``weights_only=False``) tell a
+    user nothing about the file they pointed us at."""
+    try:
+        size = path.stat().st_size
+        with path.open("rb") as handle:
+            head = handle.read(_SNIFF_BYTES)
+    except OSError as exc:
+        return f"cannot be read ({exc.strerror or type(exc).__name__})"
+    if size == 0:
+        return "is empty (0 bytes), not a PyTorch checkpoint"
+    if head.startswith(_CHECKPOINT_MAGIC):
+        return None
+    start = head.lstrip(b"\xef\xbb\xbf \t\r\n").lower()
+    if start.startswith((b"<!doctype html", b"<html")) or b"<html" in start[:1024]:
+        return ("is an HTML page, not a PyTorch checkpoint (a download that saved an error "
+                "or sign-in page?)")
+    if _is_text(head):
+        return f"is a text file ({size} bytes), not a PyTorch checkpoint"
+    return "is not a PyTorch checkpoint (neither the zip archive nor the pickle torch writes)"
+
+
+def _is_text(head: bytes) -> bool:
+    """Whether ``head`` (a file's first bytes) reads as UTF-8 text without NUL bytes."""
+    if b"\x00" in head:
+        return False
+    try:
+        head.decode("utf-8")
+    except UnicodeDecodeError as exc:  # a character cut at the end of the sample is fine
+        return exc.start >= len(head) - 3
+    return True
+
+
 def read_checkpoint(path: Path) -> dict[str, Any]:
     """The state dict in a RAM++ checkpoint (``{"model": state_dict}``), read on the CPU
     without running any pickled code, and checked against :data:`SIGNATURE`.
 
     Raises:
-        RamLoadError: a file that is not a PyTorch checkpoint, a checkpoint that is not a
-            dict with a ``model`` state dict (a bare state dict is named as such), an empty
-            one, or one missing or misshaping a RAM++ Swin-L tensor.
+        RamLoadError: a file that is not a PyTorch checkpoint (named by what it is, see
+            :func:`checkpoint_problem`; torch's own error kept as the cause, not in the
+            message), a checkpoint that is not a dict with a ``model`` state dict (a bare
+            state dict is named as such), an empty one, or one missing or misshaping a RAM++
+            Swin-L tensor.
     """
+    problem = checkpoint_problem(path)
+    if problem is not None:
+        raise RamLoadError(f"checkpoint {path} {problem}")
     import torch
 
     try:
@@ -154,8 +201,8 @@ def read_checkpoint(path: Path) -> dict[str, Any]:
             checkpoint = torch.load(path, map_location="cpu", weights_only=True)
     except (RuntimeError, OSError, EOFError, ValueError, KeyError, IndexError, TypeError,
             pickle.UnpicklingError) as exc:  # what torch.load raises on bytes it cannot read
-        raise RamLoadError(f"checkpoint {path} is not a PyTorch checkpoint RAM++ can read "
-                           f"(torch.load: {_described(exc)})") from None
+        raise RamLoadError(f"checkpoint {path} is not a PyTorch checkpoint RAM++ can read: "
+                           "torch cannot load it (a damaged or partial download?)") from exc
     state = checkpoint_state(checkpoint, where=f"checkpoint {path}")
     check_signature(state, where=f"checkpoint {path}")
     return state
@@ -452,6 +499,7 @@ def serve(argv: list[str] | None = None, *, stdin: TextIO | None = None,
         generate_tag = load_generate_tag(args.checkpoint, bert_dir=args.bert_dir,
                                          image_size=args.image_size, device=args.device)
     except RamLoadError as exc:
+        traceback.print_exception(exc, file=sys.stderr)  # the library's words, for the log
         _send(out, {"ready": False, "error": str(exc)})
         return 2
     _send(out, {"ready": True, "version": ram_version(),

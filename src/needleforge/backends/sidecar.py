@@ -83,7 +83,9 @@ class Sidecar:
         if ready_timeout_s <= 0 or call_timeout_s <= 0:
             raise BackendError(f"timeouts must be > 0, got {ready_timeout_s = }, "
                                f"{call_timeout_s = }")
-        self.python, self.script, self.name = Path(python).expanduser(), Path(script), name
+        # absolute, not resolved: a venv's python is a link that must stay one
+        self.python = Path(python).expanduser().absolute()
+        self.script, self.name = Path(script), name
         self.call_timeout_s = call_timeout_s
         if not self.python.is_file() or not os.access(self.python, os.X_OK):
             raise BackendError(f"{name}: python {self.python} is not an executable file "
@@ -108,8 +110,10 @@ class Sidecar:
         # and its finalizer ends the worker.
         threading.Thread(target=_pump_lines, args=(self._process.stdout, self._lines),
                          daemon=True, name=f"sidecar-out-{name}").start()
-        threading.Thread(target=_pump_stderr, args=(self._process.stderr, self._stderr),
-                         daemon=True, name=f"sidecar-err-{name}").start()
+        self._stderr_pump = threading.Thread(
+            target=_pump_stderr, args=(self._process.stderr, self._stderr), daemon=True,
+            name=f"sidecar-err-{name}")
+        self._stderr_pump.start()
         self.ready = self._ready(ready_timeout_s)
 
     def __repr__(self) -> str:
@@ -162,8 +166,12 @@ class Sidecar:
         if reply.get("ready") is True:
             return reply
         self.close()
+        self._stderr_pump.join(timeout=5)  # the worker has exited: its stderr is at its end
         error = reply.get("error") or f"it said {str(reply)[:200]}"
-        raise BackendError(f"{self.name} did not load: {error}")
+        output = "\n".join(self._stderr)
+        # the worker's own words (a library's traceback) stay out of the message, in its cause
+        raise BackendError(f"{self.name} did not load: {error}") from (
+            WorkerOutput(f"{self.name}'s last output:\n{output}") if output.strip() else None)
 
     def _reply(self, timeout_s: float, *, what: str) -> dict[str, Any]:
         """The next JSON object on the worker's stdout (non-JSON lines are kept as stderr)."""
@@ -200,6 +208,11 @@ class Sidecar:
         lines = [line.strip() for line in list(self._stderr) if line.strip()][-3:]
         return "; its last output: " + " | ".join(lines) if lines else ""
 
+
+
+class WorkerOutput(Exception):
+    """What a worker printed before it failed: the cause of the error that names the failure,
+    so the debug log (:mod:`needleforge.debug_log`) keeps it and the message stays short."""
 
 
 def _pump_lines(stream: IO[str], lines: queue.Queue[object]) -> None:

@@ -155,6 +155,12 @@ class AnswerFormatError(ValueError):
     """A model's answer is not the JSON object its prompt asked for; the message says why."""
 
 
+class UnparseableAnswer(AnswerFormatError):
+    """The answer holds no JSON object with the keys and types asked for (prose, say): the
+    model did not follow the protocol at all, as opposed to breaking a rule of the content
+    (a description too long), which a model that follows it may do now and then."""
+
+
 @dataclasses.dataclass(frozen=True, slots=True)
 class WriterAnswer:
     """A describer's answer as it was parsed (``skip`` answers carry only a reason)."""
@@ -244,16 +250,16 @@ def extract_json_object(text: str) -> dict[str, object]:
             continue
         if isinstance(value, dict):
             return value
-    raise AnswerFormatError(f"no JSON object in the answer {snippet(text)}")
+    raise UnparseableAnswer(f"no JSON object in the answer {snippet(text)}")
 
 
 def _field(data: dict[str, object], key: str, kind: type) -> object:
     if key not in data:
-        raise AnswerFormatError(f"the JSON object lacks {key!r} (keys: {sorted(data)})")
+        raise UnparseableAnswer(f"the JSON object lacks {key!r} (keys: {sorted(data)})")
     value = data[key]
     # bool is an int subclass and "false" is a str: check the exact type asked for.
     if type(value) is not kind:
-        raise AnswerFormatError(f"{key!r} is {type(value).__name__} {value!r}, not "
+        raise UnparseableAnswer(f"{key!r} is {type(value).__name__} {value!r}, not "
                                 f"{kind.__name__}")
     return value
 

@@ -244,6 +244,7 @@ def ingest(manifest_path: Path, *, media_dir: Path, params: IngestParams) -> Ing
             be written (read-only, disk full); nothing is returned for the caller to store.
     """
     planned = plan_ingest(manifest_path, params=params)
+    media_dir = media_dir.absolute()  # the records name files wherever they are read
 
     def run(item: RowJob | IngestRejection) -> Accepted | IngestRejection:
         if isinstance(item, IngestRejection):

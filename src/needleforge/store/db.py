@@ -32,6 +32,7 @@ from needleforge.records import (
 from needleforge.store import checks as check_rows
 from needleforge.store import nemo as nemo_rows
 from needleforge.store import representation as rep_rows
+from needleforge.store.paths import StorePaths
 from needleforge.store.schema import MIGRATIONS, SCHEMA_VERSION, TABLES
 
 _VIDEO_COLUMNS = (
@@ -40,11 +41,12 @@ _VIDEO_COLUMNS = (
     "rotation_deg", "n_frames", "container", "rights_holder", "licence_id", "scope",
     "valid_until", "published_at", "ingested_at",
 )
-# Re-ingesting a known video may renew its licence or move its source; its content and
+# Re-ingesting a known video may renew its licence, move its source or its stored copy (a
+# store whose files moved is mended by ingesting its manifest again); its content and
 # first-ingest time never change.
 _VIDEO_UPDATABLE = (
-    "program", "title", "source_path", "subtitle_path", "rights_holder", "licence_id",
-    "scope", "valid_until", "published_at",
+    "program", "title", "source_path", "stored_path", "subtitle_path", "rights_holder",
+    "licence_id", "scope", "valid_until", "published_at",
 )
 _REJECTION_COLUMNS = (
     "rejection_id", "manifest_path", "row", "source_path", "reason", "detail", "first_seen_at",
@@ -54,12 +56,17 @@ _REJECTION_COLUMNS = (
 class Store:
     """A needleforge DuckDB file at ``path`` (created and migrated on first open).
 
+    Media paths are kept relative to the store file's folder (or absolute) and read back
+    absolute (:mod:`~needleforge.store.paths`); opening for writing mends rows an older
+    needleforge kept relative to the folder it ran in.
+
     Raises :class:`StoreError` when the file is not a DuckDB database, is locked by another
     writer, or was written by a newer needleforge (higher schema version).
     """
 
     def __init__(self, path: Path, *, read_only: bool = False) -> None:
         self.path = path
+        self._paths = StorePaths.of(path)
         if read_only and not path.exists():
             raise StoreError(f"{path}: store not found")
         if not read_only:
@@ -70,6 +77,8 @@ class Store:
             raise StoreError(f"{path}: cannot open as a DuckDB store ({err})") from None
         try:
             self._migrate(read_only=read_only)
+            if not read_only:
+                self._mend_legacy_paths()
         except BaseException:
             self._con.close()
             raise
@@ -149,6 +158,23 @@ class Store:
                     con.execute(statement)
                 con.execute("INSERT INTO schema_version VALUES (?, ?)", [version + 1, _now()])
 
+    def _mend_legacy_paths(self) -> None:
+        """Rewrite paths an older needleforge kept relative to its working folder (see
+        :mod:`~needleforge.store.paths`), in one transaction; most opens find none."""
+        rows = self._con.execute("SELECT video_id, stored_path, subtitle_path FROM videos "
+                                 "WHERE NOT (stored_path LIKE '/%' AND "
+                                 "coalesce(subtitle_path, '/') LIKE '/%')").fetchall()
+        fixes = []
+        for video_id, stored, subtitle in rows:
+            new_stored, new_subtitle = (self._paths.legacy_fixes(stored),
+                                        self._paths.legacy_fixes(subtitle))
+            if new_stored or new_subtitle:
+                fixes.append((new_stored or stored, new_subtitle or subtitle, video_id))
+        if fixes:
+            with self.transaction() as con:
+                con.executemany("UPDATE videos SET stored_path = ?, subtitle_path = ? "
+                                "WHERE video_id = ?", fixes)
+
     # -- generic helpers -------------------------------------------------------------------
 
     def query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
@@ -171,26 +197,27 @@ class Store:
         Returns how many were new. One transaction for the whole batch.
         """
         with self.transaction() as con:
-            return _upsert_videos(con, list(videos))
+            return _upsert_videos(con, list(videos), self._paths)
 
     def record_ingest(
         self, videos: Iterable[Video], rejections: Iterable[IngestRejection]
     ) -> tuple[int, int]:
         """Store an ingest's outcome in one transaction; returns (new videos, new refusals)."""
         with self.transaction() as con:
-            return _upsert_videos(con, list(videos)), _upsert_rejections(con, list(rejections))
+            return (_upsert_videos(con, list(videos), self._paths),
+                    _upsert_rejections(con, list(rejections)))
 
     def videos(self) -> list[Video]:
         """All videos, ordered by id."""
         cur = self._con.execute(f"SELECT {', '.join(_VIDEO_COLUMNS)} FROM videos ORDER BY 1")
-        return [_video_from_row(r) for r in cur.fetchall()]
+        return [_video_from_row(r, self._paths) for r in cur.fetchall()]
 
     def video_by_sha256(self, sha256: str) -> Video | None:
         cur = self._con.execute(
             f"SELECT {', '.join(_VIDEO_COLUMNS)} FROM videos WHERE sha256 = ?", [sha256]
         )
         row = cur.fetchone()
-        return _video_from_row(row) if row else None
+        return _video_from_row(row, self._paths) if row else None
 
     # -- rejections ------------------------------------------------------------------------
 
@@ -295,7 +322,7 @@ class Store:
             f"SELECT {', '.join(_VIDEO_COLUMNS)} FROM videos WHERE video_id = ?", [video_id]
         )
         row = cur.fetchone()
-        return _video_from_row(row) if row else None
+        return _video_from_row(row, self._paths) if row else None
 
 
 def _count_ids(con: duckdb.DuckDBPyConnection, table: str, column: str, ids: list[str]) -> int:
@@ -305,10 +332,11 @@ def _count_ids(con: duckdb.DuckDBPyConnection, table: str, column: str, ids: lis
     return int(row[0]) if row else 0
 
 
-def _upsert_videos(con: duckdb.DuckDBPyConnection, videos: list[Video]) -> int:
+def _upsert_videos(con: duckdb.DuckDBPyConnection, videos: list[Video],
+                   paths: StorePaths) -> int:
     if not videos:
         return 0
-    rows = [_video_row(v) for v in videos]
+    rows = [_video_row(v, paths) for v in videos]
     ids = sorted({v.video_id for v in videos})
     before = _count_ids(con, "videos", "video_id", ids)
     placeholders = ", ".join("?" for _ in _VIDEO_COLUMNS)
@@ -339,22 +367,25 @@ def _now() -> dt.datetime:
     return dt.datetime.now(dt.UTC).replace(tzinfo=None, microsecond=0)
 
 
-def _video_row(v: Video) -> tuple[Any, ...]:
+def _video_row(v: Video, paths: StorePaths) -> tuple[Any, ...]:
     m, a = v.media, v.authorization
+    subtitle = paths.to_row(v.subtitle_path) if v.subtitle_path else None
     return (
-        v.video_id, v.sha256, v.program, v.title, v.source_path, v.stored_path, v.subtitle_path,
+        v.video_id, v.sha256, v.program, v.title, v.source_path, paths.to_row(v.stored_path),
+        subtitle,
         v.size_bytes, m.duration_s, m.fps, m.width, m.height, m.video_codec, m.audio_codec,
         m.rotation_deg, m.n_frames, m.container, a.rights_holder, a.licence_id, list(a.scope),
         a.valid_until, a.published_at, _now(),
     )
 
 
-def _video_from_row(r: tuple[Any, ...]) -> Video:
+def _video_from_row(r: tuple[Any, ...], paths: StorePaths) -> Video:
     d = dict(zip(_VIDEO_COLUMNS, r, strict=True))
+    subtitle = paths.from_row(d["subtitle_path"]) if d["subtitle_path"] else None
     return Video(
         video_id=d["video_id"], sha256=d["sha256"], program=d["program"], title=d["title"],
-        source_path=d["source_path"], stored_path=d["stored_path"],
-        subtitle_path=d["subtitle_path"], size_bytes=d["size_bytes"],
+        source_path=d["source_path"], stored_path=paths.from_row(d["stored_path"]),
+        subtitle_path=subtitle, size_bytes=d["size_bytes"],
         media=MediaInfo(
             duration_s=d["duration_s"], fps=d["fps"], width=d["width"], height=d["height"],
             video_codec=d["video_codec"], n_frames=d["n_frames"], audio_codec=d["audio_codec"],

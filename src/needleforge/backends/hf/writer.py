@@ -96,6 +96,8 @@ class HfDescriber(ModelDescriber):
         device, dtype: as :class:`~.vlm.HfVlmTagger`.
         max_gap_s: a keyframe shows the object when one of its boxes is this close in time.
         abstract_labels: object labels skipped without asking the model.
+        give_up_after: stop the stage when this many first calls all fail alike (answers
+            with no JSON object in them, say); 0 never stops.
 
     Raises:
         BackendError: as :class:`~.vlm.HfVlmTagger` (missing folder, files, bad device).
@@ -105,12 +107,14 @@ class HfDescriber(ModelDescriber):
         self, model_dir: Path | str, *, max_new_tokens: int = 200, device: str = "cpu",
         dtype: DType = "auto", max_gap_s: float = 1.0,
         abstract_labels: Sequence[str] = DEFAULT_ABSTRACT_LABELS, seed: int = 0,
+        give_up_after: int = 3,
     ) -> None:
         vlm = _load(model_dir, device=device, dtype=dtype)
         super().__init__(_vlm_ask(vlm, max_new_tokens=max_new_tokens), name=vlm.name,
                          version=f"{vlm.version}+prompts-{PROMPTS_VERSION}",
                          template_id=_template_id(vlm), max_frames=1, max_gap_s=max_gap_s,
-                         abstract_labels=abstract_labels, seed=seed)
+                         abstract_labels=abstract_labels, seed=seed,
+                         give_up_after=give_up_after)
 
 
 class HfVerifier(ModelVerifier):
@@ -124,9 +128,9 @@ class HfVerifier(ModelVerifier):
 
     def __init__(
         self, model_dir: Path | str, *, max_new_tokens: int = 120, device: str = "cpu",
-        dtype: DType = "auto", max_gap_s: float = 1.0,
+        dtype: DType = "auto", max_gap_s: float = 1.0, give_up_after: int = 3,
     ) -> None:
         vlm = _load(model_dir, device=device, dtype=dtype)
         super().__init__(_vlm_ask(vlm, max_new_tokens=max_new_tokens), name=vlm.name,
                          version=f"{vlm.version}+prompts-{PROMPTS_VERSION}", max_frames=1,
-                         max_gap_s=max_gap_s)
+                         max_gap_s=max_gap_s, give_up_after=give_up_after)

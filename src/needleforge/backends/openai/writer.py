@@ -13,8 +13,10 @@ Two checks keep a misconfigured server from passing for a run that merely found 
   (:meth:`~.client.ChatClient.check_model`, ``check_model: false`` to skip): a wrong
   ``model`` id or a dead server stops the stage before any work;
 * when the first ``give_up_after`` calls (3 by default) all fail the same way (same HTTP
-  status or transport error), the stage stops with :class:`EndpointFailure` instead of
-  turning every remaining target into a skip and finishing with zero questions.
+  status or transport error, or answers with no JSON object in them), the stage stops with
+  :class:`~needleforge.backends.model_writer.EndpointFailure` instead of turning every
+  remaining target into a skip and finishing with zero questions (the rule is
+  :class:`~needleforge.backends.model_writer.FailureStreak`'s, shared with ``hf_vlm``).
 
 Typical ``params.yaml``::
 
@@ -27,90 +29,35 @@ Typical ``params.yaml``::
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Sequence
 
 from needleforge.backends.base import Keyframe
-from needleforge.backends.model_writer import Ask, ModelDescriber, ModelVerifier
-from needleforge.backends.openai.client import ChatClient, ChatError, PromptStyle, video_messages
+from needleforge.backends.model_writer import (
+    Ask,
+    EndpointFailure,
+    FailureStreak,
+    ModelDescriber,
+    ModelVerifier,
+)
+from needleforge.backends.openai.client import ChatClient, PromptStyle, video_messages
 from needleforge.backends.writer_prompts import PROMPT_REVISION, PROMPTS_VERSION
 from needleforge.config import DEFAULT_ABSTRACT_LABELS
-from needleforge.errors import BackendError, NeedleforgeError
+from needleforge.errors import BackendError
+
+__all__ = ["EndpointFailure", "FailureStreak", "OpenAIDescriber", "OpenAIVerifier"]
 
 
-class EndpointFailure(NeedleforgeError):
-    """The first calls of a stage to a model endpoint all failed the same way.
-
-    Deliberately not a :class:`BackendError`: the writers turn a BackendError into one
-    target's skip or failed verdict, which is what let a dead server finish a stage with zero
-    questions and exit status 0.
-    """
-
-
-class FailureStreak:
-    """Stops a stage whose first ``limit`` calls all failed the same way (``limit`` 0: never).
-
-    "The same way" is the failure's kind (``HTTP 400``, ``ConnectError``, ``timeout``), not
-    its text, which may hold request ids. Once a call has succeeded the endpoint is known to
-    work, and later failures stay the targets' own (a skip or a failed verdict each): the work
-    already done is not thrown away. Thread-safe.
-    """
-
-    def __init__(self, limit: int, *, who: str) -> None:
-        """Raises: BackendError: a negative ``limit``."""
-        if limit < 0:
-            raise BackendError(f"give_up_after = {limit} must be >= 0 (0: never give up)")
-        self.limit, self.who = limit, who
-        self._lock = threading.Lock()
-        self._worked = False
-        self._kind: str | None = None
-        self._count = 0
-
-    def succeeded(self) -> None:
-        """Note a successful call: from now on nothing stops the stage."""
-        with self._lock:
-            self._worked = True
-
-    def failed(self, error: ChatError) -> None:
-        """Note a failed call.
-
-        Raises:
-            EndpointFailure: it is the ``limit``-th failure of one kind in a row and no call
-                has succeeded yet; the message repeats the last error.
-        """
-        with self._lock:
-            if self._worked or self.limit == 0:
-                return
-            self._count = self._count + 1 if error.kind == self._kind else 1
-            self._kind = error.kind
-            if self._count >= self.limit:
-                raise EndpointFailure(
-                    f"{self.who}: stopping: its first {self._count} calls all failed the same "
-                    f"way ({error.kind}); the last: {error}") from error
-
-
-def _chat_ask(client: ChatClient, *, style: PromptStyle, image_max_side: int,
-              give_up_after: int) -> Ask:
+def _chat_ask(client: ChatClient, *, style: PromptStyle, image_max_side: int) -> Ask:
     """An :data:`~needleforge.backends.model_writer.Ask` that sends frames + prompt as one
-    user message, and stops the stage when its first ``give_up_after`` calls fail alike
-    (:class:`FailureStreak`).
-    """
+    user message."""
     if style not in ("video_first", "interleaved"):
         raise BackendError(f"prompt {style = } must be 'video_first' or 'interleaved'")
     if image_max_side < 16:
         raise BackendError(f"{image_max_side = } must be >= 16")
-    streak = FailureStreak(give_up_after, who=client.name)
-
     def ask(frames: Sequence[Keyframe], prompt: str) -> str:
         messages = video_messages([(k.t_s, k.image) for k in frames], prompt, style=style,
                                   max_side=image_max_side)
-        try:
-            text = client.chat(messages).text
-        except ChatError as exc:
-            streak.failed(exc)
-            raise
-        streak.succeeded()
-        return text
+        return client.chat(messages).text
 
     return ask
 
@@ -127,7 +74,7 @@ class OpenAIDescriber(ModelDescriber):
         check_model: ask the server (``GET /models``) whether it serves ``model`` before
             anything else; false for a server whose model list does not name its ids.
         give_up_after: stop the stage (:class:`EndpointFailure`) when this many first calls
-            all fail the same way; 0 never stops.
+            all fail the same way (an unparseable answer included); 0 never stops.
 
     Raises:
         BackendError: a bad URL, model name, style or number; with ``check_model``, a server
@@ -149,11 +96,11 @@ class OpenAIDescriber(ModelDescriber):
                             max_backoff_s=max_backoff_s, temperature=temperature,
                             max_tokens=max_tokens)
         super().__init__(
-            _chat_ask(client, style=style, image_max_side=image_max_side,
-                      give_up_after=give_up_after), name=client.name,
+            _chat_ask(client, style=style, image_max_side=image_max_side), name=client.name,
             version=f"{client.version}+prompts-{PROMPTS_VERSION}",
             template_id=f"openai/{model}/{PROMPT_REVISION}", max_frames=max_frames,
-            max_gap_s=max_gap_s, abstract_labels=abstract_labels, seed=seed)
+            max_gap_s=max_gap_s, abstract_labels=abstract_labels, seed=seed,
+            give_up_after=give_up_after)
         self.client = client
         if check_model:  # last: every option is checked before the server is asked
             client.check_model()
@@ -183,10 +130,9 @@ class OpenAIVerifier(ModelVerifier):
                             max_backoff_s=max_backoff_s, temperature=temperature,
                             max_tokens=max_tokens)
         super().__init__(
-            _chat_ask(client, style=style, image_max_side=image_max_side,
-                      give_up_after=give_up_after), name=client.name,
+            _chat_ask(client, style=style, image_max_side=image_max_side), name=client.name,
             version=f"{client.version}+prompts-{PROMPTS_VERSION}", max_frames=max_frames,
-            max_gap_s=max_gap_s)
+            max_gap_s=max_gap_s, give_up_after=give_up_after)
         self.client = client
         if check_model:
             client.check_model()
