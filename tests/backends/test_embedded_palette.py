@@ -16,7 +16,13 @@ from needleforge.backends.writing import SceneView, TargetView, VerifyRequest, W
 from needleforge.errors import StudioError
 from needleforge.records import Box, ObjectAttributes, ObjectTrack, Scene, SceneTag, TimedBox
 from needleforge.records.base import object_id_for, scene_id_for
-from needleforge.scenes.palette import BLACK_AND_WHITE, MEASURE_NAME, MEASURE_VERSION
+from needleforge.scenes.palette import (
+    BLACK_AND_WHITE,
+    MEASURE_NAME,
+    MEASURE_VERSION,
+    chroma_p99,
+    colourful_share,
+)
 from needleforge.studio.real_assets import sample_frames
 
 VIDEO = "v" + "ab" * 8
@@ -83,12 +89,19 @@ def _request(target_images: list, negative_images: list[list]) -> VerifyRequest:
 
 
 def test_the_looking_verifier_measures_the_shot_again() -> None:
-    film, street, fish = _frames("race1906", most=4), _frames("bikes", most=4), \
+    film, street, fish = _frames("race1906", most=4), _frames("city", most=4), \
         _frames("fish", most=3)
     verifier = LookingVerifier()
     good = verifier.verify(_request(film, [street[:2], street[2:]]))
     assert good.passed, good.reason
     assert "measure-palette" in good.reason
+    # An overcast street and a white cockatoo's close-up: a few coloured pixels (99th
+    # percentile chroma >= 0.10) but a viewer sees them grey: not clearly in colour.
+    for name in ("bikes", "cockatoo"):
+        grey = [f for f in _frames(name, most=16) if colourful_share(f) < 0.2][:1]
+        assert grey and chroma_p99(grey[0]) >= 0.1
+        verdict = verifier.verify(_request(film, [street[:2], grey]))
+        assert not verdict.passed and "coloured pixels" in verdict.reason
     grey_negative = verifier.verify(_request(film, [street[:2], fish]))
     assert not grey_negative.passed and "negative-palette" in grey_negative.reason
     # Nearly grey (a faint warm cast, chroma 0.06): not black-and-white by the measure, but

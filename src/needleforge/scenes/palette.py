@@ -46,6 +46,13 @@ MAX_CHROMA = 0.05
 #: twice :data:`MAX_CHROMA`, since a viewer takes a nearly grey shot (a white cockatoo's
 #: close-up, an overcast street) for black and white long before the measure does.
 NEGATIVE_MIN_CHROMA = 2 * MAX_CHROMA
+#: ... and the share of its pixels whose chroma reaches :data:`COLOURFUL_CHROMA`: a few
+#: coloured pixels lift the 99th percentile of a white cockatoo's close-up to 0.15-0.25, yet
+#: it looks black and white (0.07-0.13 of its pixels are coloured); the close-ups of a face
+#: against a dark wall, the least coloured frames a viewer still sees in colour, hold
+#: 0.24-0.33 (eight frames half a second apart of each real clip).
+COLOURFUL_CHROMA = 0.08
+NEGATIVE_MIN_COLOURFUL = 0.2
 #: Brightness spread a black-and-white frame must have (a black screen has none).
 MIN_CONTRAST = 0.08
 
@@ -65,6 +72,23 @@ def chroma_p99(image: npt.NDArray[np.uint8]) -> float:
     pixels = image[::step, ::step]
     chroma = pixels.max(axis=-1).astype(np.int16) - pixels.min(axis=-1)
     return float(np.percentile(chroma, 99)) / 255.0
+
+
+def colourful_share(image: npt.NDArray[np.uint8]) -> float:
+    """The share of an RGB ``uint8`` image's pixels whose chroma is at least
+    :data:`COLOURFUL_CHROMA` (checked like :func:`chroma_p99`)."""
+    chroma_p99(image)  # checks the shape
+    step = max(1, int(np.sqrt(image.shape[0] * image.shape[1] / 65536)))
+    pixels = image[::step, ::step]
+    chroma = pixels.max(axis=-1).astype(np.int16) - pixels.min(axis=-1)
+    return float((chroma >= COLOURFUL_CHROMA * 255.0).mean())
+
+
+def clearly_in_colour(image: npt.NDArray[np.uint8]) -> bool:
+    """Whether a viewer sees the frame in colour (a negative of a black-and-white question
+    must): :data:`NEGATIVE_MIN_CHROMA` and :data:`NEGATIVE_MIN_COLOURFUL` both reached."""
+    return (chroma_p99(image) >= NEGATIVE_MIN_CHROMA
+            and colourful_share(image) >= NEGATIVE_MIN_COLOURFUL)
 
 
 def colourless(image: npt.NDArray[np.uint8]) -> bool:

@@ -14,7 +14,9 @@ inputs than the ones that produced the claim (rules and thresholds: :mod:`.confi
 2. the target object's label (object needles) must be confirmed on the frames inside its
    track's span: ``person`` by ``person-pose`` (a pose on none of the frames refuses it:
    the SSD repeats its own person mistakes, see :mod:`.pose`; a partial result lets
-   ``redetect`` decide), any other label by ``crop-classify`` or else ``redetect``;
+   ``redetect`` decide), any other label by ``crop-classify`` or else ``redetect`` (not
+   for an object of at least :data:`CROP_DECIDES_AREA` of the frame that the crop classifier
+   refused: the same SSD at another scale is no second signal there);
 3. every other term the description names must be confirmed on the target's frames: a COCO
    label through its tracks as in 2 (as many as the text counts: "two cups"), else by
    ``redetect-seen`` anywhere in the frame (person boxes must show a pose); a tagger class
@@ -81,12 +83,19 @@ from needleforge.records.phrases import (
 from needleforge.scenes.palette import (
     MAX_CHROMA,
     NEGATIVE_MIN_CHROMA,
+    NEGATIVE_MIN_COLOURFUL,
     SHOT_WORDS,
     black_and_white,
     chroma_p99,
+    clearly_in_colour,
+    colourful_share,
 )
 
 _COCO = frozenset(COCO_LABELS.values())
+#: An object at least this share of the frame is a crop the ImageNet classifier reads well:
+#: when it finds the label's classes refused there, the SSD again at another scale is no
+#: second signal (a street's "sports ball" of 0.55 of the frame, redetected by the same SSD).
+CROP_DECIDES_AREA = 0.1
 _COUNTS = {number_word(n): n for n in range(2, 13)} | {"several": MAX_EXACT_COUNT + 1}
 
 
@@ -138,7 +147,7 @@ class LookingVerifier(EmbeddedVerifier):
     @property
     def version(self) -> str:
         """Bumped whenever a rule or threshold here or in :mod:`.confirm` changes."""
-        return "4"
+        return "5"
 
     def verify(self, request: VerifyRequest) -> Verdict:
         """Pass only when the tables pass, every claim is confirmed by a second signal on
@@ -231,7 +240,8 @@ class LookingVerifier(EmbeddedVerifier):
         else:
             first = c.confirm_crop(label, looks, probabilities=eyes.probabilities,
                                    indices=eyes.indices)
-            if first.confirmed:
+            if first.confirmed or (first.outcome == "refused"
+                                   and obj.mean_area_frac >= CROP_DECIDES_AREA):
                 return [_of(obj, first)]
         again = c.confirm_redetect(label, looks, detections=eyes.detections(scene_id))
         return [_of(obj, first), _of(obj, again)]
@@ -352,7 +362,7 @@ def _palette(term: str, frames: Sequence[Keyframe]) -> c.Confirmation:
 
 
 def _negative_palette(negative: SceneView, claims: Sequence[tuple[str, int]]) -> str | None:
-    """A negative with a frame not clearly in colour (under :data:`NEGATIVE_MIN_CHROMA`),
+    """A negative with a frame not clearly in colour (:func:`clearly_in_colour`),
     when the question claims a black-and-white scene: the tables' word needs every keyframe
     grey, a viewer needs only one nearly grey moment."""
     if not any(term in SHOT_WORDS for term, _ in claims):
@@ -360,11 +370,12 @@ def _negative_palette(negative: SceneView, claims: Sequence[tuple[str, int]]) ->
     if not negative.keyframes:
         return f"unconfirmed: negative {negative.scene.scene_id} has no frames to look at"
     for frame in negative.keyframes:
-        chroma = chroma_p99(frame.image)
-        if chroma < NEGATIVE_MIN_CHROMA:
+        if not clearly_in_colour(frame.image):
             return (f"refused by negative-palette: negative {negative.scene.scene_id} is not "
                     f"clearly in colour at t={frame.t_s:.2f} s (99th-percentile chroma "
-                    f"{chroma:.3f} < {NEGATIVE_MIN_CHROMA:.2f})")
+                    f"{chroma_p99(frame.image):.3f}, need {NEGATIVE_MIN_CHROMA:.2f}; "
+                    f"coloured pixels {colourful_share(frame.image):.2f}, need "
+                    f"{NEGATIVE_MIN_COLOURFUL:.2f})")
     return None
 
 
