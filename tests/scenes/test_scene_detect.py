@@ -7,11 +7,12 @@ from typing import Any
 
 import av.error
 import pytest
-from scene_clips import FPS, Clip
+from scene_clips import FPS, Clip, concat_clip
 
 from needleforge.config import SceneParams, parse_params
 from needleforge.errors import MediaError
 from needleforge.scenes import SceneDetection, check_tiling, detect_scenes
+from needleforge.scenes.detect import colourless_video
 
 FRAME_S = 1 / FPS
 VIDEO_ID = "v0123456789abcdef"
@@ -179,3 +180,25 @@ def test_scene_params_in_params_yaml() -> None:
         parse_params({"scenes": {"treshold": 20}})
     with pytest.raises(Exception, match=r"scenes\.detector"):
         parse_params({"scenes": {"detector": "histogram"}})
+
+
+def test_black_and_white_video_is_cut_on_brightness(scene_media: Path) -> None:
+    """Grey 90 -> 150 -> 90: HSV scores the cut 60 / 3 = 20 (< 27), brightness alone 60.
+    "auto" sees a colourless video and scores brightness; colour video keeps HSV."""
+    grey = concat_clip(scene_media / "greys.mp4",
+                       [("0x5a5a5a", 1.2), ("0x969696", 1.0), ("0x5a5a5a", 1.0)],
+                       faststart=True)
+    assert colourless_video(grey.path, duration_s=grey.duration_s)
+    hsv = detect_scenes(grey.path, video_id="vgrey", params=SceneParams(luma_only=False))
+    auto = detect_scenes(grey.path, video_id="vgrey", params=SceneParams())
+    assert len(hsv.scenes) == 1 and "luma_only=False" in hsv.detector
+    assert [s.start_s for s in auto.scenes[1:]] == pytest.approx(grey.cuts_s, abs=2 / FPS)
+    assert "luma_only=True" in auto.detector
+
+
+def test_colour_video_and_unreadable_files_are_not_black_and_white(
+        cuts_clip: Clip, tmp_path: Path) -> None:
+    assert not colourless_video(cuts_clip.path, duration_s=cuts_clip.duration_s)
+    junk = tmp_path / "junk.mp4"
+    junk.write_bytes(b"not a video")
+    assert not colourless_video(junk, duration_s=3.0)

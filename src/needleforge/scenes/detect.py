@@ -18,11 +18,13 @@ from pathlib import Path
 from typing import Any
 
 import av
+import numpy as np
 
 from needleforge.config import SceneParams
 from needleforge.errors import MediaError
 from needleforge.media.probe import probe
 from needleforge.records import Scene
+from needleforge.scenes.palette import colourless
 from needleforge.scenes.tiling import TIME_DECIMALS, check_tiling, scenes_from_bounds, tile_cuts
 
 #: A decode may end this many frames (or END_TOLERANCE_S, whichever is larger) before the
@@ -74,6 +76,10 @@ class _Run:
     error: str | None
 
 
+#: The share of sampled frames that must be colourless for a video to be black-and-white.
+COLOURLESS_SHARE = 0.75
+
+
 def detect_scenes(
     path: Path,
     *,
@@ -95,9 +101,11 @@ def detect_scenes(
         raise ValueError(f"duration_s = {duration_s!r} must be finite and > 0")
     info = probe(path)
     expected_s = duration_s if duration_s is not None else info.duration_s
+    luma_only = (colourless_video(path, duration_s=expected_s) if params.luma_only == "auto"
+                 else params.luma_only)
     video = _open_video(path, params)
     fps = float(video.frame_rate)
-    manager, description = _make_manager(params, fps=fps)
+    manager, description = _make_manager(params, fps=fps, luma_only=luma_only)
     run = _run_manager(manager, video, fps=fps)
     description = f"{video.BACKEND_NAME} {description}"
     if run.last_frame_s is None:
@@ -150,7 +158,31 @@ def _open_video(path: Path, params: SceneParams) -> Any:
         raise MediaError(f"{path}: PySceneDetect cannot open the video ({err})") from None
 
 
-def _make_manager(params: SceneParams, *, fps: float) -> tuple[Any, str]:
+def colourless_video(path: Path, *, duration_s: float, samples: int = 8) -> bool:
+    """Whether ``path`` is black-and-white: at least :data:`COLOURLESS_SHARE` of ``samples``
+    frames spread over its ``duration_s`` are colourless
+    (:func:`~needleforge.scenes.palette.colourless`). A video that cannot be read is not."""
+    seen: list[bool] = []
+    try:
+        with av.open(str(path)) as container:
+            stream = container.streams.video[0]
+            if stream.time_base is None:
+                return False
+            for i in range(samples):
+                t_s = (i + 0.5) * duration_s / samples
+                container.seek(int(t_s / float(stream.time_base)), stream=stream)
+                frame = next(container.decode(stream), None)
+                if frame is not None:
+                    small = frame.reformat(width=160, height=max(
+                        2, round(160 * frame.height / max(frame.width, 1))), format="rgb24")
+                    seen.append(colourless(np.asarray(small.to_ndarray(), dtype=np.uint8)))
+    except (av.FFmpegError, IndexError, StopIteration, ValueError):
+        return False
+    return bool(seen) and sum(seen) >= COLOURLESS_SHARE * len(seen)
+
+
+def _make_manager(params: SceneParams, *, fps: float, luma_only: bool
+                  ) -> tuple[Any, str]:
     """A SceneManager with the configured detector and downscale, and a one-line description.
 
     ``min_scene_len`` is given in frames, which both the 0.6 (frames only) and 0.7 (frames,
@@ -163,14 +195,14 @@ def _make_manager(params: SceneParams, *, fps: float) -> tuple[Any, str]:
     detector: Any
     if params.detector == "content":
         detector = scenedetect.ContentDetector(
-            threshold=threshold, min_scene_len=min_len, luma_only=params.luma_only
+            threshold=threshold, min_scene_len=min_len, luma_only=luma_only
         )
     else:
         detector = scenedetect.AdaptiveDetector(
             adaptive_threshold=threshold,
             min_scene_len=min_len,
             min_content_val=params.min_content_val,
-            luma_only=params.luma_only,
+            luma_only=luma_only,
         )
     manager = scenedetect.SceneManager()
     manager.add_detector(detector)
@@ -183,7 +215,7 @@ def _make_manager(params: SceneParams, *, fps: float) -> tuple[Any, str]:
         scale = str(params.downscale)
     description = (
         f"scenedetect {scenedetect.__version__} {params.detector} threshold={threshold} "
-        f"min_scene_len={min_len}f luma_only={params.luma_only} downscale={scale}"
+        f"min_scene_len={min_len}f luma_only={luma_only} downscale={scale}"
     )
     return manager, description
 
