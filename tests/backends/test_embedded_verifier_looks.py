@@ -225,3 +225,22 @@ def test_legs_walking_past_in_a_negative_refuse_a_question_about_people(
     fence = negative(bikes(3), clip_frames("bikes.mp4", FENCE_TIMES))
     assert verifier.verify(dataclasses.replace(request, negatives=(fence, negatives()[1]))
                            ).passed
+
+
+def test_a_large_box_the_crop_classifier_refuses_is_not_saved_by_a_speck(
+    verifier: LookingVerifier,
+) -> None:
+    """A scene needle naming a "vase": the half-frame "vase" box (a roof) is refused by the
+    crop classifier, which reads so large a crop well; the word is unconfirmed, though a
+    small box of the same label elsewhere would be redetected by the same SSD."""
+    scene = bikes(0)
+    big = track(scene, "vase", [(0.36, ROOF), (0.6, ROOF)])
+    small = dataclasses.replace(track(scene, "vase", [(0.36, Box(0.3, 0.1, 0.1, 0.1))]),
+                                index=1, object_id=big.object_id[:-1] + "1")
+    view = TargetView(scene, tags(scene, "vase"), (small, big), None,
+                      tuple(clip_frames("bikes.mp4", ROOF_TIMES)))
+    verdict = verifier.verify(VerifyRequest("scene", "A scene with a vase.",
+                                            "When is there a scene with a vase?", view,
+                                            negatives()))
+    assert not verdict.passed and verdict.unconfirmed == "vase"
+    assert big.object_id in verdict.reason and "redetect-seen" not in verdict.reason

@@ -105,3 +105,34 @@ def test_a_needle_with_nothing_left_to_say_keeps_its_refusal() -> None:
     [verdict] = [v for v, q in zip(result.verifications, result.questions, strict=True)
                  if q.target_scene_id == scenes[0].scene_id]
     assert not verdict.passed and "refrigerator" in verdict.reason
+
+
+def test_a_black_and_white_question_takes_no_negative_a_viewer_could_take_for_grey() -> None:
+    """Negatives of "a black-and-white scene" are chosen among scenes whose frames are clearly
+    in colour, by the looking verifier's own rule, so its verdict does not refuse the plan."""
+    import numpy as np
+
+    from needleforge.backends.base import Keyframe
+
+    scenes = tile([8.0, 6.0, 6.0, 6.0, 6.0])
+    tags = [make_tag(scenes[0], "black-and-white"), make_tag(scenes[1], "dog"),
+            make_tag(scenes[2], "tree"), make_tag(scenes[3], "car"), make_tag(scenes[4], "cup")]
+    rng = np.random.default_rng(0)
+    colour = rng.integers(0, 256, (48, 64, 3), dtype=np.uint8)
+    grey = np.repeat(rng.integers(0, 256, (48, 64, 1), dtype=np.uint8), 3, axis=2)
+    nearly = grey.copy()
+    nearly[:4, :, 0] = 255  # a sliver of colour: the 99th percentile passes, the share not
+
+    def frames(scene):  # type: ignore[no-untyped-def]
+        image = {0: grey, 2: nearly}.get(scene.index, colour)
+        return [Keyframe(scene.start_s + 0.5, image)]
+
+    result = generate(videos=[make_video()], scenes=scenes, tags=tags, objects=[],
+                      params=params(short_min_s=14.0, min_scene_tags=1, check_setup=False),
+                      describer=EmbeddedDescriber(), verifier=EmbeddedVerifier(),
+                      keyframes=frames)
+    [question] = [q for q in result.questions if q.target_scene_id == scenes[0].scene_id]
+    montage = next(m for m in result.montages if m.montage_id == question.montage_id)
+    used = {s.scene_id for s in montage.segments if s.role == "negative"}
+    assert "black-and-white" in question.description
+    assert scenes[2].scene_id not in used and len(used) >= 2

@@ -75,6 +75,7 @@ from needleforge.records import (
 )
 from needleforge.records.attire import described_attire
 from needleforge.records.phrases import normalize
+from needleforge.scenes.palette import SHOT_WORDS, clearly_in_colour
 
 if TYPE_CHECKING:
     from needleforge.backends.embedded.eyes import Submit
@@ -289,22 +290,28 @@ def _acceptor(
     excluded: frozenset[str], attire: Mapping[str, str],
 ) -> Callable[[Scene], bool] | None:
     """The plan's ``accept`` check for ``target``: a negative may not show the target's own
-    camera set-up (``backends.setup``); then probe each negative for the object's label and
-    for everything else the question names (``excluded``; people it describes by their
-    clothes, ``attire``, only in clothes that could be those), noting every probe refusal in
-    ``rejected``; None when there is nothing to check."""
+    camera set-up (``backends.setup``), nor, when the question names a black-and-white scene,
+    a frame a viewer could take for one (:func:`~needleforge.scenes.palette.clearly_in_colour`,
+    the looking verifier's own rule, on the frames it will look at); then probe each
+    negative for the object's label and for everything else the question names
+    (``excluded``; people it describes by their clothes, ``attire``, only in clothes that
+    could be those), noting every probe refusal in ``rejected``; None when there is nothing
+    to check."""
     own = {normalize(target.target_object.tag)} if target.target_object is not None else set()
     named = excluded - own
     probe, setup = backends.probe, backends.setup
     if probe is not None and target.target_object is None and not named:
         probe = None
-    if probe is None and setup is None:
+    grey_shot = bool(excluded & SHOT_WORDS) and backends.keyframes is not None
+    if probe is None and setup is None and not grey_shot:
         return None
 
     def accept(scene: Scene) -> bool:
         if setup is not None and setup.same(target.scene, backends.frames(target.scene),
                                             scene, backends.frames(scene)):
             return False
+        if grey_shot and not all(clearly_in_colour(k.image) for k in backends.frames(scene)):
+            return False  # a viewer could take it for the black-and-white scene asked about
         if probe is None:
             return True
         refusal: Refusal | None = probe.evidence(scene, target, named=named, attire=attire)

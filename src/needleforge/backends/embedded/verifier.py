@@ -65,7 +65,12 @@ from needleforge.backends.base import Keyframe
 from needleforge.backends.embedded import confirm as c
 from needleforge.backends.embedded.eyes import Eyes, Submit
 from needleforge.backends.embedded.labels import COCO_LABELS
-from needleforge.backends.embedded.writer import EmbeddedVerifier, verify_object, verify_scene
+from needleforge.backends.embedded.writer import (
+    MIN_NAMEABLE_AREA,
+    EmbeddedVerifier,
+    verify_object,
+    verify_scene,
+)
 from needleforge.backends.writing import SceneView, TargetView, Verdict, VerifyRequest
 from needleforge.errors import BackendError
 from needleforge.objects.attributes import clothing_colour
@@ -258,12 +263,19 @@ class LookingVerifier(EmbeddedVerifier):
             return (found if found.confirmed else None), [found]
         if term in _COCO:
             held: list[c.Confirmation] = []
-            for obj in (o for o in target.objects if normalize(o.tag) == term):
+            # Tracks a viewer can see (a speck is no evidence either way), largest first.
+            seen = sorted((o for o in target.objects if normalize(o.tag) == term
+                           and o.mean_area_frac >= MIN_NAMEABLE_AREA),
+                          key=lambda o: (-o.mean_area_frac, o.object_id))
+            for obj in seen:
                 if len(held) >= count:
                     break
                 attempt = self._confirm_object(obj, sid, frames)
                 tried += attempt
                 held += [a for a in attempt if a.confirmed]
+                if not held and _crop_refused_large(obj, attempt):
+                    # The largest one, plainly in view, is not what the word says.
+                    return None, tried
             if len(held) >= count:
                 return (held[0] if count == 1 else c.Confirmation(
                     "confirmed", "tracks", term, (), (), f"{len(held)} tracks of {term!r}: "
@@ -392,6 +404,12 @@ def _count(text: str, label: str) -> int:
 def _of(obj: ObjectTrack, found: c.Confirmation) -> c.Confirmation:
     """``found`` with the object it is about named in its detail."""
     return dataclasses.replace(found, detail=f"{obj.object_id}: {found.detail}")
+
+
+def _crop_refused_large(obj: ObjectTrack, attempt: Sequence[c.Confirmation]) -> bool:
+    """A track of at least :data:`CROP_DECIDES_AREA` whose crop the classifier refused."""
+    return obj.mean_area_frac >= CROP_DECIDES_AREA and any(
+        a.rule == "crop-classify" and a.outcome == "refused" for a in attempt)
 
 
 def _no_body(pose: c.Confirmation) -> bool:
