@@ -173,8 +173,9 @@ class NemoParams(_Section):
     ``check_pose`` counts a whole frame showing a body pose (MoveNet) as a person sighting.
     ``check_attire``: a person the question describes by clothing colour excludes only people
     who could be dressed so (:mod:`needleforge.records.attire`), not every person.
-    ``check_setup``: a negative showing the target's own camera set-up (a returning shot) is
-    passed over (:mod:`needleforge.nemo.checks.same_setup`; needs keyframes).
+    ``check_setup``: a negative showing a scene target's own camera set-up (a returning shot)
+    is passed over (:mod:`needleforge.nemo.checks.same_setup`; needs keyframes; object
+    targets have the probe's label and instance checks).
     """
 
     seed: int = 0

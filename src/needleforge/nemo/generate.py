@@ -289,17 +289,20 @@ def _acceptor(
     target: Target, backends: _Backends, rejected: list[RejectedNegative], *,
     excluded: frozenset[str], attire: Mapping[str, str],
 ) -> Callable[[Scene], bool] | None:
-    """The plan's ``accept`` check for ``target``: a negative may not show the target's own
-    camera set-up (``backends.setup``), nor, when the question names a black-and-white scene,
-    a frame a viewer could take for one (:func:`~needleforge.scenes.palette.clearly_in_colour`,
-    the looking verifier's own rule, on the frames it will look at); then probe each
+    """The plan's ``accept`` check for ``target``: a negative of a scene needle may not show
+    the target's own camera set-up (``backends.setup``), nor, when the question names a
+    black-and-white scene, a frame a viewer could take for one
+    (:func:`~needleforge.scenes.palette.clearly_in_colour`, the looking verifier's own rule,
+    on the frames it will look at); then probe each
     negative for the object's label and for everything else the question names
     (``excluded``; people it describes by their clothes, ``attire``, only in clothes that
     could be those), noting every probe refusal in ``rejected``; None when there is nothing
     to check."""
     own = {normalize(target.target_object.tag)} if target.target_object is not None else set()
     named = excluded - own
-    probe, setup = backends.probe, backends.setup
+    # Object needles have the probe's pixel checks (label, instance) for their own object.
+    probe = backends.probe
+    setup = backends.setup if target.target_object is None else None
     if probe is not None and target.target_object is None and not named:
         probe = None
     grey_shot = bool(excluded & SHOT_WORDS) and backends.keyframes is not None
