@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import shutil
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -16,6 +17,7 @@ from needleforge.evaluate import GroundingQuestion, load_questions
 from needleforge.media.ffmpeg import find_ffmpeg
 from needleforge.release import ReleaseReport, build_release
 from needleforge.release import build as build_module
+from needleforge.release.dvc import verify_files
 from needleforge.release.file_io import sha256_file
 from needleforge.store import Store
 from tests.release.release_cases import CASE_PARAMS, RELEASED_MONTAGES, make_renders, make_store
@@ -261,3 +263,13 @@ def test_card_says_which_tiou_and_how_long_the_windows_are(built: Built) -> None
     assert "0 question(s) with a shorter one were left out" in section  # CASE_PARAMS: 2 s
     # short bucket: q-obj's 4.5 s and q-multi's 3 s and 2 s windows; medium: 5 s and 3 s
     assert "| short | 3 | 2.00 |" in section and "| medium | 2 | 3.00 |" in section
+
+
+def test_a_sha256_check_covers_every_shipped_file(built: Built, tmp_path: Path) -> None:
+    copy = tmp_path / "copy"
+    shutil.copytree(built.root, copy)
+    assert verify_files(copy) == []
+    (copy / "plots" / "extra.png").write_bytes(b"not shipped by the build")
+    (copy / "build.json").write_text("{}")
+    assert verify_files(copy) == ["build.json has another sha256 than the manifest's",
+                                  "plots/extra.png is not in the manifest"]
