@@ -33,11 +33,12 @@ A baseline *fails* when even the low end of its interval beats random by more th
 (``quality.blind_margin``): the release can be answered blind by more than the margin beyond
 the sampling error of its questions. The intervals hold at 95 % *together* (Bonferroni over
 the audit's ~12 blind rows), since the gate fails a release on any one of them. Why not the
-point score: a sample release has ~120 grounding questions and 8 VNBench samples per group,
-so a blind score's standard error is 2–3 points (grounding) and 8–15 points (a group); over 60
-seeds of the studio recipe (``tests/quality/bias_cases.py``) a point-score gate at 3 points
-failed 48 balanced releases on noise and this one none, while planted biases (every answer in
-the first tenth, every count "1") failed all 60.
+point score: a sample release has ~120 grounding questions and (since issue 35) 40 VNBench
+samples per group, 8 before, so a blind score's standard error is 2–3 points (grounding) and
+4–7 points (a group; 8–15 at 8 samples); over 60 seeds of the studio recipe at 8 samples per
+group (``tests/quality/bias_cases.py``) a point-score gate at 3 points failed 48 balanced
+releases on noise and this one none, while planted biases (every answer in the first tenth,
+every count "1") failed all 60.
 Everything is seeded, so the same records give the same audit, byte for byte.
 """
 
