@@ -4,9 +4,12 @@ how far apart two scores must be before this release ranks them.
 Why on the card: a grounding score means little without its definition (whole seconds
 inflate the overlap of short windows, ``docs/metrics.md``) and without the window lengths it
 was measured on; a VNBench score means little without its sampling error, which the sample
-size decides. The card is written before any model is scored on the release, so it gives the
-interval a typical score has at this size and points to the leaderboard, which gives each
-model's interval and names the models whose intervals overlap.
+size decides. The card is written before any model that watches the videos is scored, so it
+scores the ones that do not: the random baseline and the blind baselines answer from the
+questions alone, exactly as the evaluate stage's ``--model random`` (16 frame instants) and
+``--model <blind>`` do, so their VNBench overall and 95 % interval here are the leaderboard's.
+The card names the pairs of them whose intervals overlap, and the score a model that reads
+the needles must beat (the highest blind upper end) to be told apart from all of them.
 """
 
 from __future__ import annotations
@@ -18,8 +21,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from needleforge.evaluate.intervals import stratified_ci
-from needleforge.evaluate.records import VNBENCH_TASKS, vnbench_group
+from needleforge.evaluate.intervals import Interval, overlaps, stratified_ci
+from needleforge.evaluate.records import VNBENCH_TASKS, question_from_json, vnbench_group
 from needleforge.records.questions import BUCKETS
 from needleforge.release.markup import Paragraph, Section, Table
 
@@ -84,6 +87,57 @@ def _vnbench_resolution(records: Sequence[Record]) -> Paragraph | None:
         "model's interval and names each pair that overlaps.")
 
 
+def blind_vnbench_scores(records: Sequence[Record]) -> dict[str, tuple[float, Interval]]:
+    """VNBench overall and its interval of the random and blind baselines on the VNBench
+    tries of ``records``, as the leaderboard would give them (empty without VNBench)."""
+    from needleforge.evaluate.blind import (  # the baselines: only when a card is written
+        BLIND_NAMES,
+        blind_baseline,
+        blind_predictions,
+        random_answer,
+    )
+    from needleforge.evaluate.score import score
+
+    everything = [question_from_json(r) for r in records]
+    keep = [r.get("family") == "vnbench" for r in records]
+    questions = [q for q, k in zip(everything, keep, strict=True) if k]
+    if not questions:
+        return {}
+    # cross-fitted over the whole release, as `needleforge evaluate` fits them
+    answers = {"random": [random_answer(q) for q in everything]}
+    answers |= {name: blind_predictions(everything, blind_baseline(name)) for name in BLIND_NAMES}
+    out: dict[str, tuple[float, Interval]] = {}
+    for name, predictions in answers.items():
+        kept = [p for p, k in zip(predictions, keep, strict=True) if k]
+        summary = score(questions, kept).vnbench
+        if summary is not None:
+            out[name] = (summary.overall, summary.overall_ci)
+    return out
+
+
+def _blind_blocks(records: Sequence[Record]) -> list[Paragraph | Table]:
+    scores = blind_vnbench_scores(records)
+    if not scores:
+        return []
+    ranked = sorted(scores.items(), key=lambda kv: (-kv[1][0], kv[0]))
+    table = Table(("Model", "VNBench overall", "95 % interval"), tuple(
+        (name, f"{100 * v:.2f} %", f"{100 * ci[0]:.1f}-{100 * ci[1]:.1f} %")
+        for name, (v, ci) in ranked), caption="Models that never open a video, on this "
+        "release's VNBench tries (the leaderboard's rows of the same names)")
+    pairs = [f"{a} and {b}" for i, (a, (_, ci_a)) in enumerate(ranked)
+             for b, (_, ci_b) in ranked[i + 1:] if overlaps(ci_a, ci_b)]
+    bar = max(ci[1] for name, (_, ci) in scores.items() if name != "random")
+    text = ("Their intervals overlap, so this release does not tell apart: "
+            + ", ".join(pairs) + "." if pairs else
+            "No two of their intervals overlap.")
+    return [table, Paragraph(
+        f"{text} A model that reads the needles is told apart from every blind baseline only "
+        f"when the low end of its VNBench interval exceeds {100 * bar:.1f} % (the highest "
+        "blind upper end), and from random when it exceeds "
+        f"{100 * scores['random'][1][1]:.1f} %; the leaderboard gives the embedded baseline's "
+        "interval and names every pair that overlaps.")]
+
+
 def scoring_section(records: Sequence[Record], *, min_window_s: float,
                     n_short: int) -> Section:
     """The section for the shipped ``records``; ``n_short`` questions were left out for an
@@ -103,5 +157,5 @@ def scoring_section(records: Sequence[Record], *, min_window_s: float,
                             "every grounding question)"))
     resolution = _vnbench_resolution(records)
     if resolution is not None:
-        blocks.append(resolution)
+        blocks += [resolution, *_blind_blocks(records)]
     return Section("Scoring", tuple(blocks))
