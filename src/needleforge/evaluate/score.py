@@ -12,7 +12,10 @@ Everything is checked before anything is scored, so bad input stops the run up f
 
 A question without a prediction is scored as wrong and listed as ``missing``; a response that
 parses to nothing as ``unparsed``, one that declines as ``refused`` (see
-:mod:`needleforge.evaluate.parse`). Grounding metrics: :mod:`needleforge.evaluate.metrics`.
+:mod:`needleforge.evaluate.parse`). Grounding metrics: :mod:`needleforge.evaluate.metrics`,
+tIoU on exact seconds (the primary figures) with the paper's whole-second sets beside
+(``second_set``), and 95 % intervals of Recall@1x, average mAP and the VNBench overall
+(:mod:`needleforge.evaluate.intervals`).
 Multiple choice: accuracy per try, over all tries, and circular accuracy (a sample counts only
 when all 4 rotations are right, VNBench Sec. 3.4); the VNBench overall score is the mean of the
 retrieval, ordering and counting group means, each the mean of its tasks' circular accuracy,
