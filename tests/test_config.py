@@ -41,8 +41,8 @@ SAMPLE_OVERRIDES = frozenset({
     "expand.medium.multi.object", "expand.medium.multi.scene",
     "expand.long.single.object", "expand.long.single.scene",
     "expand.long.multi.object", "expand.long.multi.scene",
-    # sample size and demo budget; the sample ships every VNBench part
-    "vnbench.samples_per_subtask", "vnbench.max_haystack_s", "vnbench.include_act",
+    # demo budget; the sample ships every VNBench part
+    "vnbench.max_haystack_s", "vnbench.include_act",
     # names the sample
     "release.title",
     # demo budget: the CPU baselines see fewer frames

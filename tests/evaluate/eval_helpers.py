@@ -32,6 +32,45 @@ def ref_tiou(a: set[int], b: set[int]) -> float:
     return len(a & b) / len(union) if union else 0.0
 
 
+def ref_clipped(spans: Sequence[Span], duration_s: float = math.inf) -> list[Span]:
+    """Exact seconds: each span clipped to the video, those wholly outside left out."""
+    return [(max(s, 0.0), min(e, duration_s)) for s, e in spans
+            if not (s > duration_s or e < 0)]
+
+
+def ref_length(spans: Sequence[Span]) -> float:
+    """Seconds covered by the union of (clipped) spans: merge them left to right."""
+    total, reach = 0.0, -math.inf
+    for start, end in sorted(spans):
+        if end > reach:
+            total += end - max(start, reach)
+            reach = end
+    return total
+
+
+def ref_pair_tiou(a: Span, b: Span, *, duration_s: float = math.inf,
+                  kind: str = "second_set") -> float:
+    """tIoU of two spans under ``kind``: whole-second sets, or exact seconds."""
+    if kind == "second_set":
+        return ref_tiou(ref_seconds([a], duration_s), ref_seconds([b], duration_s))
+    ca, cb = ref_clipped([a], duration_s), ref_clipped([b], duration_s)
+    la, lb = ref_length(ca), ref_length(cb)
+    inter = max(min(ca[0][1], cb[0][1]) - max(ca[0][0], cb[0][0]), 0.0) if ca and cb else 0.0
+    union = la + lb - inter
+    return inter / union if union > 0 else 0.0
+
+
+def ref_set_tiou(targets: Sequence[Span], preds: Sequence[Span], *,
+                 duration_s: float = math.inf, kind: str = "second_set") -> float:
+    """Set-level tIoU (eq. 9) under ``kind``."""
+    if kind == "second_set":
+        return ref_tiou(ref_seconds(targets, duration_s), ref_seconds(preds, duration_s))
+    ct, cp = ref_clipped(targets, duration_s), ref_clipped(preds, duration_s)
+    union = ref_length([*ct, *cp])
+    inter = ref_length(ct) + ref_length(cp) - union
+    return inter / union if union > 0 else 0.0
+
+
 def ref_order(n: int, scores: Sequence[float] | None) -> list[int]:
     """Prediction indices by descending score, ties (and no scores) in the given order."""
     if scores is None:
@@ -40,23 +79,23 @@ def ref_order(n: int, scores: Sequence[float] | None) -> list[int]:
 
 
 def ref_recall(targets: Sequence[Span], preds: Sequence[Span], *, threshold: float, k: int = 1,
-               scores: Sequence[float] | None = None, duration_s: float = math.inf) -> int:
+               scores: Sequence[float] | None = None, duration_s: float = math.inf,
+               kind: str = "second_set") -> int:
     """How many targets have some top-k·x prediction with tIoU ≥ threshold."""
     kept = [preds[i] for i in ref_order(len(preds), scores)[:k * len(targets)]]
-    kept_sets = [ref_seconds([p], duration_s) for p in kept]
-    return sum(any(ref_tiou(ref_seconds([t], duration_s), s) >= threshold for s in kept_sets)
-               for t in targets)
+    return sum(any(ref_pair_tiou(t, p, duration_s=duration_s, kind=kind) >= threshold
+                   for p in kept) for t in targets)
 
 
 def ref_ap(targets: Sequence[Span], preds: Sequence[Span], *, threshold: float,
-           scores: Sequence[float] | None = None, duration_s: float = math.inf) -> float:
+           scores: Sequence[float] | None = None, duration_s: float = math.inf,
+           kind: str = "second_set") -> float:
     """ActivityNet's compute_average_precision_detection for one query, ties → earlier target."""
-    gts = [ref_seconds([t], duration_s) for t in targets]
+    gts = list(targets)
     locked = [False] * len(gts)
     tp: list[int] = []
     for i in ref_order(len(preds), scores):
-        pset = ref_seconds([preds[i]], duration_s)
-        ious = [ref_tiou(g, pset) for g in gts]
+        ious = [ref_pair_tiou(g, preds[i], duration_s=duration_s, kind=kind) for g in gts]
         hit = 0
         for j in sorted(range(len(gts)), key=lambda j: -ious[j]):
             if ious[j] < threshold:

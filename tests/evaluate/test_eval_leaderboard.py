@@ -51,9 +51,42 @@ def test_tables_in_three_formats(scores_dir: Path) -> None:
     assert text[0].split()[:2] == ["model", "R@1x"] and text[2].startswith("embedded")
     assert "50.00" in text[2]
     markdown = board.to_markdown()
-    assert markdown.startswith("| model | R@1x 0.7 | R@1x 0.5 | avg mAP | VNBench overall |")
-    assert "| random | 0.00 |" in markdown
+    assert markdown.startswith("| model | R@1x 0.7 | R@1x 0.5 | avg mAP | VNBench overall | "
+                               "R@1x 0.7 (s) |")
+    assert "| random | 0.00 [0.0–0.0] |" in markdown
+    # two questions and one sample tell nobody apart, and the table says so
+    assert "VNBench overall: intervals overlap, not told apart by these questions: embedded " \
+        "and random." in markdown
     assert board.to_html().count("<tr>") == 3 and "<td>embedded</td>" in board.to_html()
+
+
+def _row(model: str, vnbench: float, ci: tuple[float, float]) -> dict[str, object]:
+    return {"model": model, "grounding": {}, "choice": {},
+            "vnbench": {"overall": vnbench, "overall_ci": list(ci)}}
+
+
+def test_overlapping_intervals_are_named_and_separated_ones_are_not(tmp_path: Path) -> None:
+    rows = {"reader": _row("reader", 0.6, (0.5, 0.7)), "prior": _row("prior", 0.25, (0.15, 0.35)),
+            "guess": _row("guess", 0.2, (0.1, 0.3)), "old": {"model": "old", "vnbench": {
+                "overall": 0.1}}}  # a score file from before intervals: shown, not compared
+    for name, data in rows.items():
+        (tmp_path / f"{name}.json").write_text(json.dumps(data))
+    board = leaderboard(tmp_path)
+    assert board.overlapping()["VNBench overall"] == [("prior", "guess")]
+    assert [r.model for r in board.rows] == ["reader", "prior", "guess", "old"]
+    text = board.to_text()
+    assert "60.00 [50.0–70.0]" in text and "not told apart by these questions: prior and " \
+        "guess." in text
+    (tmp_path / "prior.json").write_text(json.dumps(_row("prior", 0.25, (0.36, 0.4))))
+    assert "every model's interval is apart" in leaderboard(tmp_path).to_markdown()
+
+
+@pytest.mark.parametrize("ci", [[0.3], [0.4, 0.2], [0.1, 1.5], "wide"])
+def test_bad_intervals_are_refused(tmp_path: Path, ci: object) -> None:
+    data = {"vnbench": {"overall": 0.3, "overall_ci": ci}}
+    (tmp_path / "m.json").write_text(json.dumps(data))
+    with pytest.raises(EvaluationError, match=r"m\.json overall_ci = .* interval"):
+        leaderboard(tmp_path)
 
 
 def test_plot_is_a_png(scores_dir: Path, tmp_path: Path) -> None:

@@ -29,8 +29,9 @@ GROUNDING = [
     grounding_q("q6", [[0, 9]]),
 ]
 GROUNDING_PREDS: list[Any] = [
-    {"question_id": "q1", "pred_spans": [[0, 6]]},                 # 7/10 = 0.7: counts at 0.7
-    {"question_id": "q2", "response": "from 10 to 19 and 40-45"},  # 10/10 and 6/10
+    # exact seconds 6/9 (a hit at 0.5 only); whole seconds 7/10 = 0.7: counts at 0.7
+    {"question_id": "q1", "pred_spans": [[0, 6]]},
+    {"question_id": "q2", "response": "from 10 to 19 and 40-45"},  # 1 and 5/9 (6/10)
     {"question_id": "q3", "response": "I cannot determine when that happens."},
     {"question_id": "q4", "response": "somewhere in the middle"},
     # q5: no prediction
@@ -65,8 +66,14 @@ def report(tmp_path: Path) -> ScoreReport:
 def test_grounding_metrics_and_coverage(report: ScoreReport) -> None:
     overall = report.grounding["all"]["all"]
     assert (overall.n_questions, overall.n_targets) == (6, 7)
-    assert overall.recall[0.7] == pytest.approx(3 / 7)  # q1, q2's first target, q6
-    assert overall.recall[0.5] == pytest.approx(4 / 7)  # and q2's second target (0.6)
+    assert overall.recall[0.7] == pytest.approx(2 / 7)  # q2's first target, q6
+    assert overall.recall[0.5] == pytest.approx(4 / 7)  # and q1, q2's second target (5/9)
+    paper = overall.second_set  # whole-second sets: q1 reaches 7/10
+    assert (paper.recall[0.7], paper.recall[0.5]) == pytest.approx((3 / 7, 4 / 7))
+    for m, (low, high) in overall.recall_ci.items():
+        assert 0 <= low <= overall.recall[m] <= high <= 1 and high - low > 0.1  # 6 questions
+    low, high = overall.average_map_ci
+    assert low <= overall.average_map <= high
     cov = overall.coverage
     assert (cov.total, cov.answered, cov.refused, cov.unparsed, cov.missing) == (6, 3, 1, 1, 1)
     assert cov.refusal_rate == pytest.approx(1 / 6)
@@ -107,11 +114,14 @@ def test_issues_are_listed_and_the_report_serialises(report: ScoreReport) -> Non
     assert kinds == {("q3", None): "refused", ("q4", None): "unparsed",
                      ("q5", None): "missing", ("s4", 3): "missing"}
     data = json.loads(json.dumps(report.to_dict()))
-    assert data["grounding"]["all"]["all"]["recall"]["0.7"] == pytest.approx(3 / 7)
+    assert data["grounding"]["all"]["all"]["recall"]["0.7"] == pytest.approx(2 / 7)
+    assert data["grounding"]["all"]["all"]["second_set"]["recall"]["0.7"] == pytest.approx(3 / 7)
+    assert len(data["grounding"]["all"]["all"]["recall_ci"]["0.7"]) == 2
     assert data["issues"][0]["try"] is None
     text = report.to_markdown()
     for fragment in ("## Grounding", "## Multiple choice", "**VNBench overall** 50.00",
-                     "| bucket=medium |", "`s4` try 3: missing"):
+                     "| bucket=medium |", "`s4` try 3: missing", "R@1x 0.7 (s)",
+                     "| all | 6 | 28.57 [", "whole-second sets"):
         assert fragment in text
 
 

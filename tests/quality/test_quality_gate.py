@@ -222,7 +222,24 @@ def test_needle_counts_must_match_multi_needle_spans(clean_db: Path, tmp_path: P
     result = _release(clean_db, tmp_path, [*clean_release(), bad])
     assert result.failed_checks == {"release.needles_match_spans",
                                     "release.multi_needles_at_least_two",
-                                    "release.multi_needle_piece_length"}
+                                    "release.multi_needle_piece_length",
+                                    "release.answer_window_length"}  # 1.5 s < 3 s
+
+
+@pytest.mark.parametrize(("span", "minimum", "fails"), [
+    ((10.0, 12.9), 3.0, True),     # 2.9 s: shorter than the default 3 s
+    ((10.0, 13.0), 3.0, False),    # exactly 3 s passes
+    ((10.0, 12.0), 2.0, False),    # a lower minimum lets a 2 s window through
+])
+def test_the_shortest_answer_window_is_checked(clean_db: Path, tmp_path: Path,
+                                               span: tuple[float, float], minimum: float,
+                                               fails: bool) -> None:
+    params = QualityParams(as_of=CHECK_DAY, min_answer_window_s=minimum)
+    result = _gate(clean_db, out=tmp_path, suite="release", params=params,
+                   records=[*clean_release(), grounding("q-brief", [span])])
+    assert result.failed_checks == ({"release.answer_window_length"} if fails else set())
+    if fails:
+        assert "key='q-brief'" in result.failures[0].details
 
 
 def test_release_duration_outside_bucket_and_bad_records_fail(

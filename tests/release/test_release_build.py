@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import shutil
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -16,16 +17,18 @@ from needleforge.evaluate import GroundingQuestion, load_questions
 from needleforge.media.ffmpeg import find_ffmpeg
 from needleforge.release import ReleaseReport, build_release
 from needleforge.release import build as build_module
+from needleforge.release.dvc import verify_files
 from needleforge.release.file_io import sha256_file
 from needleforge.store import Store
-from tests.release.release_cases import RELEASED_MONTAGES, make_renders, make_store
+from tests.release.release_cases import CASE_PARAMS, RELEASED_MONTAGES, make_renders, make_store
 
 EXPECTED_FILES = {
     "questions.jsonl", "questions.parquet", "montages.jsonl", "sources.json", "manifest.json",
     "CHANGELOG.md", "build.json",
     "card.md", "card.html",
     *(f"videos/{m}.mp4" for m in RELEASED_MONTAGES),
-    "exports/lmms_eval/needleforge_v1.yaml", "exports/lmms_eval/utils.py",
+    "exports/lmms_eval/needleforge_v1.yaml", "exports/lmms_eval/needleforge_v1_second_set.yaml",
+    "exports/lmms_eval/utils.py",
     "exports/vlmevalkit/needleforge_grounding.tsv",
     "exports/vlmevalkit/needleforge_vlmevalkit.py", "exports/qvhighlights.jsonl",
     "README.md", "data/nemo.parquet",
@@ -50,7 +53,7 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Built:
     db = make_store(base / "nf.duckdb")
     renders = make_renders(base / "renders")
     report = build_release(db=db, name="v1", out_root=base / "releases", render_dir=renders,
-                           params=Params())
+                           params=CASE_PARAMS)
     return Built(db, renders, report, report.path)
 
 
@@ -129,12 +132,14 @@ def test_manifest_lists_every_file_and_is_identical_on_rebuild(
 ) -> None:
     text = (built.root / "manifest.json").read_text(encoding="utf-8")
     doc = json.loads(text)
-    unhashed = {"manifest.json", "build.json"}  # build.json holds the build time
-    assert [f["path"] for f in doc["files"]] == sorted(EXPECTED_FILES - unhashed)
+    # every file but the manifest itself, the one that holds the build time marked as such
+    assert [f["path"] for f in doc["files"]] == sorted(EXPECTED_FILES - {"manifest.json"})
+    assert [f["path"] for f in doc["files"] if f.get("per_build")] == ["build.json"]
+    assert "except manifest.json itself" in doc["files_note"]
     for entry in doc["files"]:
         path = built.root / entry["path"]
         assert (entry["sha256"], entry["size_bytes"]) == (sha256_file(path), path.stat().st_size)
-    assert doc["params"] == Params().model_dump(mode="json")
+    assert doc["params"] == CASE_PARAMS.model_dump(mode="json")
     assert doc["seeds"] == {"studio": 0, "nemo": 0, "montages": [7]}
     assert doc["backends"]["verifications"] == [
         {"verifier": "embedded", "model_version": "ver-1"},
@@ -144,17 +149,27 @@ def test_manifest_lists_every_file_and_is_identical_on_rebuild(
     assert doc["ffmpeg"]["version"] == ffmpeg.version and doc["ffmpeg"]["source"] == ffmpeg.source
     assert ffmpeg.path.endswith(doc["ffmpeg"]["path"].lstrip("~"))
     assert set(doc["code"]) == {"commit", "dirty"}
-    assert doc["counts"]["excluded"] == {"failed": 2, "unverified": 1, "source_excluded": 0}
+    assert doc["counts"]["excluded"] == {"failed": 2, "unverified": 1, "source_excluded": 0,
+                                         "short_answer_window": 0}
     assert doc["bias_audit"]["positions"]["n"] == 3 and doc["bias_audit"]["passed"]
     again = build_release(db=built.db, name="v1", out_root=tmp_path, render_dir=built.renders,
-                          params=Params())
-    assert (again.path / "manifest.json").read_text(encoding="utf-8") == text
-    assert again.manifest_sha256 == built.report.manifest_sha256
+                          params=CASE_PARAMS)
+    assert _stable(again.path / "manifest.json") == _stable(built.root / "manifest.json")
+    rebuilt = json.loads((again.path / "manifest.json").read_text(encoding="utf-8"))
+    changed = {a["path"] for a, b in zip(doc["files"], rebuilt["files"], strict=True) if a != b}
+    assert changed <= {"build.json"}  # only what records the run (its time may tick over)
+
+
+def _stable(manifest_path: Path) -> dict[str, object]:
+    """A manifest without the entries of the files that record the build run."""
+    doc = json.loads(manifest_path.read_text(encoding="utf-8"))
+    doc["files"] = [f for f in doc["files"] if not f.get("per_build")]
+    return dict(doc)
 
 
 def test_plans_only_release_without_renders(built: Built, tmp_path: Path) -> None:
     report = build_release(db=built.db, name="v1", out_root=tmp_path, render_dir=None,
-                           params=Params())
+                           params=CASE_PARAMS)
     assert report.n_videos == 0 and not (report.path / "videos").exists()
     assert _files(report.path) == {f for f in EXPECTED_FILES if not f.startswith("videos/")}
     doc = json.loads((report.path / "manifest.json").read_text())
@@ -169,7 +184,7 @@ def test_missing_render_fails_and_leaves_no_release(built: Built, tmp_path: Path
         (renders / f"{mid}.mp4").write_bytes((built.renders / f"{mid}.mp4").read_bytes())
     out = tmp_path / "releases"
     with pytest.raises(ReleaseError, match=r"1 released montage\(s\) have no render .*m-shared"):
-        build_release(db=built.db, name="v1", out_root=out, render_dir=renders, params=Params())
+        build_release(db=built.db, name="v1", out_root=out, render_dir=renders, params=CASE_PARAMS)
     assert not out.exists() or list(out.iterdir()) == []
 
 
@@ -177,7 +192,7 @@ def test_failure_while_writing_keeps_the_old_release(
     built: Built, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     first = build_release(db=built.db, name="v1", out_root=tmp_path, render_dir=None,
-                          params=Params())
+                          params=CASE_PARAMS)
     before = (first.path / "manifest.json").read_bytes()
 
     def broken(*args: object, **kwargs: object) -> None:
@@ -186,24 +201,25 @@ def test_failure_while_writing_keeps_the_old_release(
     monkeypatch.setattr(build_module, "write_card", broken)
     with pytest.raises(ReleaseError, match="could not be drawn"):
         build_release(db=built.db, name="v1", out_root=tmp_path, render_dir=built.renders,
-                      params=Params(), overwrite=True)
+                      params=CASE_PARAMS, overwrite=True)
     assert [p.name for p in tmp_path.iterdir()] == ["v1"]  # the temp folder is gone
     assert (first.path / "manifest.json").read_bytes() == before
 
 
 def test_existing_release_needs_overwrite(built: Built, tmp_path: Path) -> None:
-    build_release(db=built.db, name="v1", out_root=tmp_path, render_dir=None, params=Params())
+    build_release(db=built.db, name="v1", out_root=tmp_path, render_dir=None, params=CASE_PARAMS)
     with pytest.raises(ReleaseError, match="already exists"):
         build_release(db=built.db, name="v1", out_root=tmp_path, render_dir=None,
-                      params=Params())
+                      params=CASE_PARAMS)
     report = build_release(db=built.db, name="v1", out_root=tmp_path, render_dir=built.renders,
-                           params=Params(), overwrite=True)
+                           params=CASE_PARAMS, overwrite=True)
     assert report.n_videos == 3 and sorted(p.name for p in tmp_path.iterdir()) == ["v1"]
 
 
 def test_release_params_change_what_ships(built: Built, tmp_path: Path) -> None:
-    params = Params(release=ReleaseParams(include_unverified=True, require_all_verdicts=False,
-                                          include_videos=False, link_mode="copy"))
+    params = CASE_PARAMS.model_copy(update={"release": ReleaseParams(
+        include_unverified=True, require_all_verdicts=False, include_videos=False,
+        link_mode="copy")})
     report = build_release(db=built.db, name="wide", out_root=tmp_path,
                            render_dir=built.renders, params=params)
     ids = [q.question_id for q in load_questions(report.path / "questions.jsonl")]
@@ -214,12 +230,46 @@ def test_release_params_change_what_ships(built: Built, tmp_path: Path) -> None:
 def test_bad_inputs_are_refused(built: Built, tmp_path: Path) -> None:
     with pytest.raises(ReleaseError, match=r"release name '\.\./x'"):
         build_release(db=built.db, name="../x", out_root=tmp_path, render_dir=None,
-                      params=Params())
+                      params=CASE_PARAMS)
     with pytest.raises(ReleaseError, match=r"render folder .* does not exist"):
         build_release(db=built.db, name="v1", out_root=tmp_path,
-                      render_dir=tmp_path / "nowhere", params=Params())
+                      render_dir=tmp_path / "nowhere", params=CASE_PARAMS)
     empty = tmp_path / "empty.duckdb"
     Store(empty).close()
     with pytest.raises(ReleaseError, match="nothing to release: of 0 NeMo questions"):
-        build_release(db=empty, name="v1", out_root=tmp_path, render_dir=None, params=Params())
+        build_release(db=empty, name="v1", out_root=tmp_path, render_dir=None, params=CASE_PARAMS)
     assert not (tmp_path / "v1").exists()
+
+
+def test_answer_windows_shorter_than_the_minimum_are_left_out(built: Built,
+                                                              tmp_path: Path) -> None:
+    # the defaults: q-multi's first needle lasts 2 s, under quality.min_answer_window_s = 3 s
+    report = build_release(db=built.db, name="v1", out_root=tmp_path, render_dir=None,
+                           params=Params())
+    ids = {json.loads(line)["question_id"]
+           for line in (report.path / "questions.jsonl").read_text().splitlines()}
+    assert "q-multi" not in ids and "q-obj" in ids
+    doc = json.loads((report.path / "manifest.json").read_text())
+    assert doc["counts"]["excluded"]["short_answer_window"] == 1
+    card = (report.path / "card.md").read_text()
+    assert "1 with an answer window shorter than 3 s" in card
+    assert "Every answer window lasts at least 3 s" in card
+
+
+def test_card_says_which_tiou_and_how_long_the_windows_are(built: Built) -> None:
+    card = (built.root / "card.md").read_text()
+    section = card[card.index("## Scoring"):]
+    assert "tIoU on exact seconds" in section and "second sets" in section
+    assert "0 question(s) with a shorter one were left out" in section  # CASE_PARAMS: 2 s
+    # short bucket: q-obj's 4.5 s and q-multi's 3 s and 2 s windows; medium: 5 s and 3 s
+    assert "| short | 3 | 2.00 |" in section and "| medium | 2 | 3.00 |" in section
+
+
+def test_a_sha256_check_covers_every_shipped_file(built: Built, tmp_path: Path) -> None:
+    copy = tmp_path / "copy"
+    shutil.copytree(built.root, copy)
+    assert verify_files(copy) == []
+    (copy / "plots" / "extra.png").write_bytes(b"not shipped by the build")
+    (copy / "build.json").write_text("{}")
+    assert verify_files(copy) == ["build.json has another sha256 than the manifest's",
+                                  "plots/extra.png is not in the manifest"]

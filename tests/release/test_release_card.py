@@ -10,12 +10,12 @@ from typing import Any
 
 import pytest
 
-from needleforge.config import Params, ReleaseParams
+from needleforge.config import ReleaseParams
 from needleforge.records import Verification
 from needleforge.release import build_release, select_questions
 from needleforge.release.markup import Document, Paragraph, Section, Table, to_html, to_markdown
 from needleforge.release.stats import failure_kind, failure_table, summary_table, table2
-from tests.release.release_cases import make_store, montages, questions, verdicts
+from tests.release.release_cases import CASE_PARAMS, make_store, montages, questions, verdicts
 
 _PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
@@ -23,8 +23,8 @@ _PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 @pytest.fixture(scope="module")
 def release(tmp_path_factory: pytest.TempPathFactory) -> Path:
     base = tmp_path_factory.mktemp("card")
-    params = Params(release=ReleaseParams(title="NeMo <b>&</b> co", top_n_labels=1,
-                                          release_date=dt.date(2026, 12, 1)))
+    params = CASE_PARAMS.model_copy(update={"release": ReleaseParams(
+        title="NeMo <b>&</b> co", top_n_labels=1, release_date=dt.date(2026, 12, 1))})
     report = build_release(db=make_store(base / "nf.duckdb"), name="v1", out_root=base,
                            render_dir=None, params=params)
     return report.path

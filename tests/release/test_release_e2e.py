@@ -23,6 +23,7 @@ import pytest
 import yaml
 
 from needleforge.release import load_release, publish
+from needleforge.release.dvc import verify_files
 from needleforge.store import Store
 from tests.release.release_cases import init_git_dvc
 
@@ -90,6 +91,11 @@ def test_repro_builds_a_release_that_passed_its_gate(repo: Path) -> None:
     doc = json.loads((root / "manifest.json").read_text())
     hashed = {f["path"] for f in doc["files"]}
     assert {r["video"] for r in records} <= hashed and "sources.json" in hashed
+    # every shipped file but the manifest, the Data Docs pages included, checks out
+    assert hashed == {p.relative_to(root).as_posix() for p in root.rglob("*")
+                      if p.is_file()} - {"manifest.json"}
+    assert "quality/index.html" in hashed and verify_files(root) == []
+    assert "## Scoring" in (root / "card.md").read_text()
     assert doc["sources"] and all(s["licence_id"] and s["valid_until"] for s in doc["sources"])
     assert {v for r in records for v in r["source_video_ids"]} == \
         {s["video_id"] for s in doc["sources"]}
@@ -101,8 +107,17 @@ def test_a_second_identical_build_gives_the_same_manifest(repo: Path, tmp_path: 
     sh("needleforge", "release", "sample", "--db", "data/db/expand.duckdb", "--out",
        str(tmp_path), "--render", "data/render", "--vnbench", "data/vnbench", "--params",
        "params.yaml", cwd=repo)
-    again = (tmp_path / "sample" / "manifest.json").read_bytes()
-    assert again == (repo / RELEASE / "manifest.json").read_bytes()
+    def stable(path: Path) -> dict[str, object]:
+        """The manifest less the entries of files that record the build run."""
+        doc = json.loads(path.read_text())
+        doc["files"] = [f for f in doc["files"] if not f.get("per_build")]
+        return dict(doc)
+
+    again = tmp_path / "sample" / "manifest.json"
+    assert stable(again) == stable(repo / RELEASE / "manifest.json")
+    per_build = [f["path"] for f in json.loads(again.read_text())["files"] if f.get("per_build")]
+    assert "build.json" in per_build and all(p == "build.json" or p.startswith("quality/")
+                                              for p in per_build)
 
 
 def test_broken_tables_fail_the_gate_naming_the_expectation(repo: Path, tmp_path: Path) -> None:

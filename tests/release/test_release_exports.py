@@ -49,6 +49,7 @@ def exported(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("exports")
     written = write_exports(root, [GROUNDING, *CHOICES], release_name="Demo-2026.1")
     assert written == ["exports/lmms_eval/needleforge_demo_2026_1.yaml",
+                       "exports/lmms_eval/needleforge_demo_2026_1_second_set.yaml",
                        "exports/lmms_eval/needleforge_demo_2026_1_vnbench.yaml",
                        "exports/lmms_eval/utils.py", "exports/qvhighlights.jsonl",
                        "exports/vlmevalkit/needleforge_grounding.tsv",
@@ -113,6 +114,35 @@ def test_lmms_eval_hooks_score_like_the_needleforge_scorer(
         assert got == pytest.approx(expected), (m, got, expected)
         assert 0 < sum(expected) < len(expected)  # the cases tell hits from misses
         assert utils.aggregate_recall(items) == pytest.approx(100 * sum(expected) / 5)
+
+
+def test_the_second_set_task_scores_like_the_scorer_on_whole_seconds(exported: Path) -> None:
+    text = (exported / "exports/lmms_eval/needleforge_demo_2026_1_second_set.yaml").read_text()
+    task = yaml.load(text, Loader=_TaskLoader)
+    assert task["task"] == "needleforge_demo_2026_1_second_set"
+    assert [m["metric"] for m in task["metric_list"]] == ["recall_1x_tiou_0.7_second_set",
+                                                           "recall_1x_tiou_0.5_second_set"]
+    assert task["process_results"] == "!function utils.second_set_process_results"
+    assert lmms_eval_yaml("Demo-2026.1", second_set=True) == text
+    utils = _load_utils(exported / "exports/lmms_eval/utils.py")
+    for hook in ("process_docs", "doc_to_text", "doc_to_target", "process_results"):
+        assert callable(getattr(utils, task[hook].split(".")[-1]))
+    targets = [tuple(span) for span in GROUNDING["answer_spans"]]
+    # [4, 8] against [3, 8]: 4/5 exact, 5/6 whole seconds; [21.5, 24] against [20, 24.5]:
+    # 2.5/4.5 exact (a miss at 0.7), 4/5 whole seconds (a hit): the two tasks must differ
+    responses = ["[4, 8], [21.5, 24]", "[3.5, 5] and 22 - 26", "nothing"]
+    differ = False
+    for m in DEFAULT_RECALL_THRESHOLDS:
+        for response in responses:
+            exact = utils.process_results(GROUNDING, [response])[f"recall_1x_tiou_{m}"]
+            paper = utils.second_set_process_results(GROUNDING, [response])[
+                f"recall_1x_tiou_{m}_second_set"]
+            spans = parse_spans(response).spans
+            for item, kind in ((exact, "continuous"), (paper, "second_set")):
+                assert item["recalled"] / item["targets"] == pytest.approx(recall_at_kx(
+                    targets, spans, threshold=m, duration_s=40.0, kind=kind))  # type: ignore[arg-type]
+            differ |= exact["recalled"] != paper["recalled"]
+    assert differ
 
 
 def test_qvhighlights_records(exported: Path) -> None:

@@ -18,11 +18,11 @@ from needleforge.errors import ReleaseError
 from needleforge.release import build_release
 from needleforge.release.sources import read_earlier
 from needleforge.store import Store
-from tests.release.release_cases import VA, VB, make_store, make_video
+from tests.release.release_cases import CASE_PARAMS, VA, VB, make_store, make_video
 
 
 def _params(**release: object) -> Params:
-    return Params(release=ReleaseParams.model_validate(release))
+    return CASE_PARAMS.model_copy(update={"release": ReleaseParams.model_validate(release)})
 
 
 def _build(db: Path, out: Path, name: str, params: Params, **kw: object) -> Path:

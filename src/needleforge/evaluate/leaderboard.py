@@ -4,8 +4,14 @@ The model's name is the score file's stem (``scores/qwen2-vl-7b.json`` → ``qwe
 its ``model`` key when the file has one. Primary metrics (blank when a file lacks the section):
 
 - NeMo (grounding, ``family=nemo``, else all grounding): Recall@1x at tIoU 0.7 and 0.5 and
-  average mAP;
+  average mAP, tIoU on exact seconds, with Recall@1x 0.7 on the paper's whole-second sets
+  beside (``docs/metrics.md``);
 - VNBench: overall circular accuracy (mean of the retrieval, ordering and counting means).
+
+Each headline figure carries the 95 % interval the scorer computed (cluster bootstrap over
+questions; VNBench samples resampled within each task, :mod:`needleforge.evaluate.intervals`),
+as the bias audit gives its baselines', and the tables end with the pairs of models whose
+intervals overlap: those the questions cannot tell apart, whatever their order.
 
 Rows are sorted by Recall@1x 0.7, then VNBench overall, best first. The plot shows Recall@1x
 at tIoU 0.7 per montage duration bucket (short, medium, long) for each model, the shape of
@@ -23,14 +29,27 @@ from pathlib import Path
 from typing import Any
 
 from needleforge.errors import EvaluationError
+from needleforge.evaluate.intervals import Interval, overlaps
 from needleforge.records.questions import BUCKETS
 
-COLUMNS = ("model", "R@1x 0.7", "R@1x 0.5", "avg mAP", "VNBench overall")
+COLUMNS = ("model", "R@1x 0.7", "R@1x 0.5", "avg mAP", "VNBench overall", "R@1x 0.7 (s)")
+#: The metrics whose intervals the overlap notes compare, by display name.
+COMPARED = {"R@1x 0.7": "recall_07", "VNBench overall": "vnbench_overall"}
+NOTE = ("tIoU on exact seconds; (s): on the NeMo paper's whole-second sets. [low–high]: 95 % "
+        "interval over the questions (VNBench: samples resampled within each task).")
+
+
+def _cell(value: float | None, ci: Interval | None = None) -> str:
+    if value is None:
+        return "—"
+    shown = f"{100 * value:.2f}"
+    return shown if ci is None else f"{shown} [{100 * ci[0]:.1f}–{100 * ci[1]:.1f}]"
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class LeaderboardRow:
-    """One model's primary metrics (fractions in [0, 1]; None when not measured)."""
+    """One model's primary metrics (fractions in [0, 1]; None when not measured), their 95 %
+    intervals (None when the score file has none) and Recall@1x 0.7 on whole-second sets."""
 
     model: str
     recall_07: float | None
@@ -38,11 +57,25 @@ class LeaderboardRow:
     average_map: float | None
     vnbench_overall: float | None
     recall_07_by_bucket: Mapping[str, float]
+    recall_07_ci: Interval | None = None
+    recall_05_ci: Interval | None = None
+    average_map_ci: Interval | None = None
+    vnbench_overall_ci: Interval | None = None
+    recall_07_second_set: float | None = None
 
     def cells(self) -> list[str]:
-        """The row as display strings (percent with 2 decimals, ``—`` when missing)."""
-        values = (self.recall_07, self.recall_05, self.average_map, self.vnbench_overall)
-        return [self.model, *("—" if v is None else f"{100 * v:.2f}" for v in values)]
+        """The row as display strings (percent with 2 decimals and the interval, ``—`` when
+        missing)."""
+        return [self.model, _cell(self.recall_07, self.recall_07_ci),
+                _cell(self.recall_05, self.recall_05_ci),
+                _cell(self.average_map, self.average_map_ci),
+                _cell(self.vnbench_overall, self.vnbench_overall_ci),
+                _cell(self.recall_07_second_set)]
+
+    def interval(self, metric: str) -> Interval | None:
+        """The 95 % interval of ``metric`` (a :data:`COMPARED` field), None when unknown."""
+        value: Interval | None = getattr(self, f"{metric}_ci")
+        return value
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -50,6 +83,32 @@ class Leaderboard:
     """Rows best first, with renderers for the terminal, Markdown, HTML and a PNG plot."""
 
     rows: tuple[LeaderboardRow, ...]
+
+    def overlapping(self) -> dict[str, list[tuple[str, str]]]:
+        """Per compared metric, the pairs of models (in row order) whose 95 % intervals
+        overlap: the questions do not tell them apart. Rows without an interval are left out."""
+        out: dict[str, list[tuple[str, str]]] = {}
+        for name, field in COMPARED.items():
+            rows = [(r.model, ci) for r in self.rows if (ci := r.interval(field)) is not None]
+            out[name] = [(a, b) for i, (a, ci_a) in enumerate(rows)
+                         for b, ci_b in rows[i + 1:] if overlaps(ci_a, ci_b)]
+        return out
+
+    def notes(self) -> list[str]:
+        """What the table's figures mean, and for each compared metric which models' intervals
+        overlap (or that none do)."""
+        lines = [NOTE]
+        for name, pairs in self.overlapping().items():
+            measured = sum(r.interval(COMPARED[name]) is not None for r in self.rows)
+            if measured < 2:
+                continue
+            if pairs:
+                shown = ", ".join(f"{a} and {b}" for a, b in pairs)
+                lines.append(f"{name}: intervals overlap, not told apart by these questions: "
+                             f"{shown}.")
+            else:
+                lines.append(f"{name}: every model's interval is apart from every other's.")
+        return lines
 
     def to_text(self) -> str:
         """A fixed-width table for the terminal."""
@@ -59,21 +118,22 @@ class Leaderboard:
                            for i, (c, w) in enumerate(zip(line, widths, strict=True)))
                  for line in table]
         lines.insert(1, "  ".join("-" * w for w in widths))
-        return "\n".join(lines) + "\n"
+        return "\n".join([*lines, "", *self.notes()]) + "\n"
 
     def to_markdown(self) -> str:
-        """A Markdown table."""
+        """A Markdown table, then the notes (:meth:`notes`)."""
         lines = ["| " + " | ".join(COLUMNS) + " |", "|---|" + "---:|" * (len(COLUMNS) - 1)]
         lines += ["| " + " | ".join(row.cells()) + " |" for row in self.rows]
-        return "\n".join(lines) + "\n"
+        return "\n".join([*lines, "", *self.notes()]) + "\n"
 
     def to_html(self) -> str:
-        """An HTML ``<table>`` (escaped; no styles, so it can sit in any page)."""
+        """An HTML ``<table>`` and its notes (escaped; no styles, so it can sit in any page)."""
         head = "".join(f"<th>{html.escape(c)}</th>" for c in COLUMNS)
         body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row.cells())
                        + "</tr>\n" for row in self.rows)
+        notes = "".join(f"<p>{html.escape(n)}</p>\n" for n in self.notes())
         return (f'<table class="leaderboard">\n<thead><tr>{head}</tr></thead>\n'
-                f"<tbody>\n{body}</tbody>\n</table>\n")
+                f"<tbody>\n{body}</tbody>\n</table>\n{notes}")
 
     def plot(self, path: str | Path) -> Path:
         """Write a PNG of Recall@1x (tIoU 0.7) against montage duration bucket, one line per
@@ -122,12 +182,25 @@ def _number(value: Any, *, where: str) -> float | None:
     return float(value)
 
 
+def _interval(value: Any, *, where: str) -> Interval | None:
+    if value is None:
+        return None
+    if not isinstance(value, list | tuple) or len(value) != 2:
+        raise EvaluationError(f"{where} = {value!r:.60} is not a [low, high] interval")
+    low, high = (_number(v, where=where) for v in value)
+    if low is None or high is None or not 0 <= low <= high <= 1:
+        raise EvaluationError(f"{where} = {value!r:.60} is not an interval inside [0, 1]")
+    return (low, high)
+
+
 def row_from_scores(model: str, scores: Mapping[str, Any], *,
                     source: str = "") -> LeaderboardRow:
-    """The primary metrics of one ``ScoreReport.to_dict()``.
+    """The primary metrics of one ``ScoreReport.to_dict()``, with their intervals (score
+    files written before the scorer reported intervals have none: blank, not an error).
 
     Raises:
-        EvaluationError: a primary metric present but not a finite number.
+        EvaluationError: a primary metric present but not a finite number, or an interval
+            that is not ``[low, high]`` inside [0, 1].
     """
     grounding = scores.get("grounding") or {}
     main = _get(grounding, "family", "nemo") or _get(grounding, "all", "all")
@@ -140,7 +213,14 @@ def row_from_scores(model: str, scores: Mapping[str, Any], *,
         recall_05=_number(_get(main, "recall", "0.5"), where=f"{where} recall 0.5"),
         average_map=_number(_get(main, "average_map"), where=f"{where} average_map"),
         vnbench_overall=_number(_get(scores, "vnbench", "overall"), where=f"{where} overall"),
-        recall_07_by_bucket={b: v for b, v in buckets.items() if v is not None})
+        recall_07_by_bucket={b: v for b, v in buckets.items() if v is not None},
+        recall_07_ci=_interval(_get(main, "recall_ci", "0.7"), where=f"{where} recall_ci 0.7"),
+        recall_05_ci=_interval(_get(main, "recall_ci", "0.5"), where=f"{where} recall_ci 0.5"),
+        average_map_ci=_interval(_get(main, "average_map_ci"), where=f"{where} average_map_ci"),
+        vnbench_overall_ci=_interval(_get(scores, "vnbench", "overall_ci"),
+                                     where=f"{where} overall_ci"),
+        recall_07_second_set=_number(_get(main, "second_set", "recall", "0.7"),
+                                     where=f"{where} second_set recall 0.7"))
 
 
 def _sort_key(row: LeaderboardRow) -> tuple[float, float, str]:

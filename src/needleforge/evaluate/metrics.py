@@ -2,13 +2,21 @@
 
 Definitions (also in ``docs/metrics.md``):
 
-- **Seconds.** A span ``[s, e]`` is the inclusive integer set ``{floor(s), …, ceil(e)}`` (eq. 6),
-  so ``[3, 3]`` is one second and ``[2.5, 4.2]`` is ``{2, 3, 4, 5}``. Spans are first clipped to
-  ``[0, duration_s]``; a span lying wholly outside the video is kept as an *empty* set (it still
-  occupies a rank and counts as a false positive). Reversed spans and NaN/inf are rejected
-  (:class:`~needleforge.errors.EvaluationError`), never swapped or dropped.
-- **tIoU** of two sets ``|A ∩ B| / |A ∪ B|``; of two span lists, of the unions of their sets
-  (eq. 7–9: the *set-level tIoU*, one number per question, 0 when nothing is predicted).
+- **Time.** Every metric is computed under one of two tIoU definitions
+  (:data:`~needleforge.evaluate.spans.TIoUKind`): ``continuous``, the exact seconds ``[s, e]``
+  (the primary figure, as moment_detr and ActivityNet measure it), or ``second_set``, the
+  inclusive integer set ``{floor(s), …, ceil(e)}`` of the NeMo paper (eq. 6), so ``[3, 3]``
+  is one second and ``[2.5, 4.2]`` is ``{2, 3, 4, 5}``. Why both: whole seconds round every
+  span outwards, which inflates the overlap of short windows (a 2 s answer shifted by half its
+  length overlaps it by 1/3 in exact seconds and 1/2 in second sets); the paper's figure is
+  kept beside, named as such, so numbers stay comparable with it.
+  Spans are first clipped to ``[0, duration_s]``; a span lying wholly outside the video is
+  kept as an *empty* interval (it still occupies a rank and counts as a false positive).
+  Reversed spans and NaN/inf are rejected (:class:`~needleforge.errors.EvaluationError`),
+  never swapped or dropped.
+- **tIoU** of two intervals ``|A ∩ B| / |A ∪ B|`` (0 when both are empty); of two span lists,
+  of the unions of their intervals (eq. 7–9: the *set-level tIoU*, one number per question, 0
+  when nothing is predicted).
 - **Ranking.** Predictions are ranked by descending score when scores are given, otherwise in the
   given order; ties keep the given order (stable sort: the earlier prediction ranks first).
 - **Recall@kx, tIoU=m.** A question with ``x`` targets keeps its top ``k·x`` predictions; a
@@ -21,9 +29,11 @@ Definitions (also in ``docs/metrics.md``):
   interpolated area: ``(1/x) Σ_{true positives i} max_{j ≥ i} precision_j``.
   **Average mAP** = mean over t ∈ {0.1, …, 0.5} of the mean AP over questions.
 
-Comparisons against thresholds use float division of integer counts; IEEE division is correctly
-rounded, so a ratio that equals a decimal threshold exactly (7/10 vs 0.7) compares equal.
-All functions work on whole batches with numpy; the one-question helpers call the batch code.
+Comparisons against thresholds use float division. On second sets both sides are integer
+counts and IEEE division is correctly rounded, so a ratio that equals a decimal threshold
+exactly (7/10 vs 0.7) compares equal; on exact seconds the ratio is of float lengths, compared
+as moment_detr compares it. All functions work on whole batches with numpy; the one-question
+helpers call the batch code.
 """
 
 from __future__ import annotations
@@ -41,6 +51,8 @@ from needleforge.evaluate.spans import (
     FloatArray,
     IntArray,
     Intervals,
+    TIoUKind,
+    check_kind,
     flatten,
     pair_tiou,
     take,
@@ -57,13 +69,15 @@ class GroundingResult:
     """Per-question metric arrays of one batch; index ``i`` is the ``i``-th question given.
 
     ``recalled[m]`` counts the recalled targets of each question at tIoU ``m``;
-    ``average_precision[t]`` is each question's AP at tIoU ``t``.
+    ``average_precision[t]`` is each question's AP at tIoU ``t``; ``kind`` is the tIoU
+    definition they were measured with.
     """
 
     n_targets: IntArray
     recalled: Mapping[float, IntArray]
     average_precision: Mapping[float, FloatArray]
     set_tiou: FloatArray
+    kind: TIoUKind = "continuous"
 
     def _pick(self, mask: npt.ArrayLike | None) -> npt.NDArray[np.bool_]:
         sel = np.ones(self.n_targets.shape, bool) if mask is None else np.asarray(mask, bool)
@@ -202,9 +216,9 @@ def _set_tiou(gt: Intervals, pr: Intervals, n: int) -> FloatArray:
     g = union_sizes(gt, n_questions=n)
     p = union_sizes(pr, n_questions=n)
     both = union_sizes(Intervals(np.concatenate((gt.question, pr.question)),
-                                 np.concatenate((gt.first, pr.first)),
-                                 np.concatenate((gt.last, pr.last))), n_questions=n)
-    inter = (g + p - both).astype(np.float64)
+                                 np.concatenate((gt.start, pr.start)),
+                                 np.concatenate((gt.stop, pr.stop))), n_questions=n)
+    inter = np.maximum(g + p - both, 0.0)
     return np.divide(inter, both, out=np.zeros(n), where=both > 0)
 
 
@@ -226,17 +240,20 @@ def evaluate_grounding(
     k: int = 1,
     recall_thresholds: Sequence[float] = DEFAULT_RECALL_THRESHOLDS,
     map_thresholds: Sequence[float] = DEFAULT_MAP_THRESHOLDS,
+    kind: TIoUKind = "continuous",
 ) -> GroundingResult:
     """Score a batch of grounding questions at once (see the module docstring for definitions).
 
     ``targets[i]`` and ``predictions[i]`` are the answer and predicted spans of question ``i``;
     ``scores[i]`` (optional, None for an unscored question) ranks its predictions. An empty
     prediction list scores 0 on every metric. Without ``durations_s`` spans are only clipped
-    at 0.
+    at 0. ``kind`` picks the tIoU definition: exact seconds (``continuous``, the primary
+    figure) or the paper's whole-second sets (``second_set``).
 
     Raises:
         EvaluationError: mismatched lengths, a question without targets, NaN/inf or reversed
-            spans, non-finite scores, a threshold outside (0, 1] or ``k < 1``.
+            spans, non-finite scores, a threshold outside (0, 1], ``k < 1`` or an unknown
+            ``kind``.
     """
     n = len(targets)
     if len(predictions) != n:
@@ -244,6 +261,7 @@ def evaluate_grounding(
     if isinstance(k, bool) or not isinstance(k, int) or k < 1:
         raise EvaluationError(f"{k = } must be an integer >= 1")
     _check_thresholds([*recall_thresholds, *map_thresholds])
+    check_kind(kind)
     dur = _durations(durations_s, n)
     gq, g_spans = flatten(targets)
     n_gt = np.bincount(gq, minlength=n)
@@ -252,8 +270,8 @@ def evaluate_grounding(
     pq, p_spans = flatten(predictions)
     order, rank = _rank(pq, scores, n)
     pq, p_spans = pq[order], p_spans[order]
-    gt = to_intervals(g_spans, question=gq, duration_s=dur[gq])
-    pr = to_intervals(p_spans, question=pq, duration_s=dur[pq])
+    gt = to_intervals(g_spans, question=gq, duration_s=dur[gq], kind=kind)
+    pr = to_intervals(p_spans, question=pq, duration_s=dur[pq], kind=kind)
     pair_gt, pair_pred = _pairs(gq, pq, n)
     tiou = pair_tiou(take(gt, pair_gt), take(pr, pair_pred))
     kept = rank[pair_pred] < k * n_gt[pq[pair_pred]]
@@ -265,24 +283,24 @@ def evaluate_grounding(
     return GroundingResult(
         n_targets=n_gt.astype(np.int64), recalled=recalled,
         average_precision={t: ap[:, i] for i, t in enumerate(map_thresholds)},
-        set_tiou=_set_tiou(gt, pr, n))
+        set_tiou=_set_tiou(gt, pr, n), kind=kind)
 
 
 def tiou(targets: Sequence[Span], predictions: Sequence[Span], *,
-         duration_s: float = math.inf) -> float:
-    """Set-level tIoU (eq. 9) of one question: all predicted seconds vs all target seconds.
+         duration_s: float = math.inf, kind: TIoUKind = "continuous") -> float:
+    """Set-level tIoU (eq. 9) of one question: all predicted time vs all target time.
 
     Raises:
         EvaluationError: as :func:`evaluate_grounding`.
     """
     result = evaluate_grounding([targets], [predictions], durations_s=[duration_s],
-                                recall_thresholds=(), map_thresholds=())
+                                recall_thresholds=(), map_thresholds=(), kind=kind)
     return float(result.set_tiou[0])
 
 
 def recall_at_kx(targets: Sequence[Span], predictions: Sequence[Span], *, threshold: float,
                  k: int = 1, scores: Sequence[float] | None = None,
-                 duration_s: float = math.inf) -> float:
+                 duration_s: float = math.inf, kind: TIoUKind = "continuous") -> float:
     """The share of one question's targets recalled by its top ``k·x`` predictions.
 
     Raises:
@@ -290,13 +308,13 @@ def recall_at_kx(targets: Sequence[Span], predictions: Sequence[Span], *, thresh
     """
     result = evaluate_grounding([targets], [predictions], durations_s=[duration_s],
                                 scores=[scores], k=k, recall_thresholds=(threshold,),
-                                map_thresholds=())
+                                map_thresholds=(), kind=kind)
     return result.recall(threshold)
 
 
 def average_precision(targets: Sequence[Span], predictions: Sequence[Span], *,
                       threshold: float, scores: Sequence[float] | None = None,
-                      duration_s: float = math.inf) -> float:
+                      duration_s: float = math.inf, kind: TIoUKind = "continuous") -> float:
     """AP of one question at tIoU ``threshold`` (greedy one-to-one matching, interpolated).
 
     Raises:
@@ -304,5 +322,5 @@ def average_precision(targets: Sequence[Span], predictions: Sequence[Span], *,
     """
     result = evaluate_grounding([targets], [predictions], durations_s=[duration_s],
                                 scores=[scores], recall_thresholds=(),
-                                map_thresholds=(threshold,))
+                                map_thresholds=(threshold,), kind=kind)
     return result.mean_ap(threshold)

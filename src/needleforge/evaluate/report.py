@@ -37,9 +37,30 @@ class Coverage:
         return self.refused / self.total if self.total else 0.0
 
 
+Interval: TypeAlias = tuple[float, float]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class SecondSetScores:
+    """The grounding metrics on the NeMo paper's whole-second sets (eq. 6–9), reported beside
+    the primary ones so a figure can be compared with the paper's; never the headline, since
+    rounding spans out to whole seconds inflates the overlap of short answer windows."""
+
+    recall: Mapping[float, float]
+    map: Mapping[float, float]
+    average_map: float
+    set_tiou: float
+
+
 @dataclasses.dataclass(frozen=True, slots=True)
 class GroundingScores:
-    """Grounding metrics of one group; keys of ``recall`` and ``map`` are the tIoU thresholds."""
+    """Grounding metrics of one group; keys of ``recall`` and ``map`` are the tIoU thresholds.
+
+    ``recall``, ``map``, ``average_map`` and ``set_tiou`` use tIoU on exact seconds (the
+    primary figures); ``recall_ci`` and ``average_map_ci`` are their 95 % intervals (cluster
+    bootstrap over questions, :mod:`needleforge.evaluate.intervals`); ``second_set`` holds the
+    same metrics on the paper's whole-second sets.
+    """
 
     n_questions: int
     n_targets: int
@@ -48,6 +69,9 @@ class GroundingScores:
     average_map: float
     set_tiou: float
     coverage: Coverage
+    second_set: SecondSetScores
+    recall_ci: Mapping[float, Interval]
+    average_map_ci: Interval
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -72,11 +96,15 @@ class VNBenchSummary:
     ``tasks`` lists every task, Long and Act included; ``groups`` and ``overall`` (the mean
     of the group means present, all three in a full run) average only VNBench's 9 official
     tasks, as VideoNIAH's own evaluation does (all tasks when none of the 9 is present).
+    ``overall_ci`` is the overall's 95 % interval (samples resampled within each task);
+    ``samples`` the number of samples of each task.
     """
 
     tasks: Mapping[str, float]
     groups: Mapping[str, float]
     overall: float
+    overall_ci: Interval = (0.0, 1.0)
+    samples: Mapping[str, int] = dataclasses.field(default_factory=dict)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -139,13 +167,16 @@ class ScoreReport:
         """A short Markdown rendering: one table per section, then the first issues."""
         parts = ["# Scores", ""]
         if self.grounding:
-            parts += ["## Grounding", "", *_grounding_table(self.grounding), ""]
+            parts += ["## Grounding", "", _GROUNDING_NOTE, "", *_grounding_table(self.grounding),
+                      ""]
         if self.choice:
             parts += ["## Multiple choice", "", *_choice_table(self.choice), ""]
         if self.vnbench is not None:
             groups = ", ".join(f"{g} {_pct(v)}" for g, v in self.vnbench.groups.items())
-            parts += [f"**VNBench overall** {_pct(self.vnbench.overall)} ({groups}; the 9 "
-                      "official tasks, as VNBench's own evaluation averages them)", ""]
+            parts += [f"**VNBench overall** {_pct(self.vnbench.overall)} "
+                      f"{_interval(self.vnbench.overall_ci)} ({groups}; the 9 official tasks, "
+                      "as VNBench's own evaluation averages them; 95 % interval, samples "
+                      "resampled within each task)", ""]
         if self.qvhighlights is not None:
             parts += [*_qvhighlights_lines(self.qvhighlights), ""]
         counts = self.issue_counts()
@@ -173,6 +204,17 @@ def _pct(value: float) -> str:
     return f"{100 * value:.2f}"
 
 
+def _interval(ci: Interval) -> str:
+    return f"[{100 * ci[0]:.1f}–{100 * ci[1]:.1f}]"
+
+
+_GROUNDING_NOTE = (
+    "tIoU on exact seconds (the primary figures, as moment_detr measures it; R@1x and avg mAP "
+    "of `all` with their 95 % intervals); the columns marked `(s)` use the NeMo paper's "
+    "whole-second sets (eq. 6–9), which round every span out to whole seconds and so "
+    "inflate the overlap of short answer windows.")
+
+
 def _qvhighlights_lines(q: QVHighlightsScores) -> list[str]:
     ranges = ", ".join(f"{name} {'n/a' if v is None else _pct(v)}"
                        for name, v in q.range_map.items())
@@ -190,13 +232,20 @@ def _rows(breakdown: Breakdown) -> list[tuple[str, Any]]:
 def _grounding_table(breakdown: Mapping[str, Mapping[str, GroundingScores]]) -> list[str]:
     first = next(iter(next(iter(breakdown.values())).values()))
     recall_cols = [f"R@1x {t}" for t in first.recall]
-    head = ["group", "n", *recall_cols, "avg mAP", "tIoU", "refused", "unparsed", "missing"]
+    head = ["group", "n", *recall_cols, "avg mAP", "tIoU", *(f"{c} (s)" for c in recall_cols),
+            "avg mAP (s)", "tIoU (s)", "refused", "unparsed", "missing"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for name, s in _rows(breakdown):
-        cov = s.coverage
-        cells = [name, str(s.n_questions), *(_pct(v) for v in s.recall.values()),
-                 _pct(s.average_map), _pct(s.set_tiou), str(cov.refused), str(cov.unparsed),
-                 str(cov.missing)]
+        cov, paper = s.coverage, s.second_set
+        recall = [_pct(v) for v in s.recall.values()]
+        average_map = _pct(s.average_map)
+        if name == "all":
+            recall = [f"{v} {_interval(s.recall_ci[t])}"
+                      for v, t in zip(recall, s.recall, strict=True)]
+            average_map += f" {_interval(s.average_map_ci)}"
+        cells = [name, str(s.n_questions), *recall, average_map, _pct(s.set_tiou),
+                 *(_pct(v) for v in paper.recall.values()), _pct(paper.average_map),
+                 _pct(paper.set_tiou), str(cov.refused), str(cov.unparsed), str(cov.missing)]
         lines.append("| " + " | ".join(cells) + " |")
     return lines
 

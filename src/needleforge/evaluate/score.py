@@ -12,7 +12,10 @@ Everything is checked before anything is scored, so bad input stops the run up f
 
 A question without a prediction is scored as wrong and listed as ``missing``; a response that
 parses to nothing as ``unparsed``, one that declines as ``refused`` (see
-:mod:`needleforge.evaluate.parse`). Grounding metrics: :mod:`needleforge.evaluate.metrics`.
+:mod:`needleforge.evaluate.parse`). Grounding metrics: :mod:`needleforge.evaluate.metrics`,
+tIoU on exact seconds (the primary figures) with the paper's whole-second sets beside
+(``second_set``), and 95 % intervals of Recall@1x, average mAP and the VNBench overall
+(:mod:`needleforge.evaluate.intervals`).
 Multiple choice: accuracy per try, over all tries, and circular accuracy (a sample counts only
 when all 4 rotations are right, VNBench Sec. 3.4); the VNBench overall score is the mean of the
 retrieval, ordering and counting group means, each the mean of its tasks' circular accuracy,
@@ -33,6 +36,7 @@ import numpy as np
 import numpy.typing as npt
 
 from needleforge.errors import EvaluationError
+from needleforge.evaluate.intervals import bootstrap_ci, stratified_ci
 from needleforge.evaluate.load import load_prediction_file, load_questions
 from needleforge.evaluate.metrics import (
     DEFAULT_MAP_THRESHOLDS,
@@ -58,6 +62,7 @@ from needleforge.evaluate.report import (
     GroundingScores,
     Issue,
     ScoreReport,
+    SecondSetScores,
     VNBenchSummary,
 )
 from needleforge.records.questions import BUCKETS, VNBenchGroup
@@ -203,14 +208,36 @@ def _grounding_answers(questions: Sequence[GroundingQuestion],
     return spans, scores, status
 
 
-def _grounding_scores(result: GroundingResult, mask: Mask,
+def _average_map(result: GroundingResult, mask: Mask) -> float:
+    return result.average_map(mask=mask) if result.average_precision else 0.0
+
+
+def _map_ci(result: GroundingResult, mask: Mask) -> tuple[float, float]:
+    """Average mAP's interval: it is the mean over questions of each one's mean AP over the
+    thresholds, so questions are the clusters."""
+    if not result.average_precision:
+        return (0.0, 0.0)
+    per_question = np.mean([ap[mask] for ap in result.average_precision.values()], axis=0)
+    return bootstrap_ci((per_question, np.ones(per_question.size)))
+
+
+def _grounding_scores(result: GroundingResult, paper: GroundingResult, mask: Mask,
                       status: npt.NDArray[np.str_]) -> GroundingScores:
+    """One breakdown row: exact-second metrics with intervals, second-set metrics beside."""
+    targets = result.n_targets[mask].astype(np.float64)
     return GroundingScores(
-        n_questions=int(mask.sum()), n_targets=int(result.n_targets[mask].sum()),
+        n_questions=int(mask.sum()), n_targets=int(targets.sum()),
         recall={m: result.recall(m, mask=mask) for m in result.recalled},
         map={t: result.mean_ap(t, mask=mask) for t in result.average_precision},
-        average_map=result.average_map(mask=mask) if result.average_precision else 0.0,
-        set_tiou=result.mean_set_tiou(mask=mask), coverage=_coverage(status, mask))
+        average_map=_average_map(result, mask),
+        set_tiou=result.mean_set_tiou(mask=mask), coverage=_coverage(status, mask),
+        second_set=SecondSetScores(
+            recall={m: paper.recall(m, mask=mask) for m in paper.recalled},
+            map={t: paper.mean_ap(t, mask=mask) for t in paper.average_precision},
+            average_map=_average_map(paper, mask), set_tiou=paper.mean_set_tiou(mask=mask)),
+        recall_ci={m: bootstrap_ci((hits[mask].astype(np.float64), targets))
+                   for m, hits in result.recalled.items()},
+        average_map_ci=_map_ci(result, mask))
 
 
 def _score_grounding(questions: Sequence[GroundingQuestion],
@@ -218,11 +245,12 @@ def _score_grounding(questions: Sequence[GroundingQuestion],
                      recall_thresholds: Sequence[float], map_thresholds: Sequence[float],
                      ) -> dict[str, dict[str, GroundingScores]]:
     spans, scores, status = _grounding_answers(questions, preds, issues)
-    result = evaluate_grounding(
+    primary, paper = (evaluate_grounding(
         [q.answer_spans for q in questions], spans, durations_s=[q.duration_s for q in questions],
-        scores=scores, recall_thresholds=recall_thresholds, map_thresholds=map_thresholds)
+        scores=scores, recall_thresholds=recall_thresholds, map_thresholds=map_thresholds,
+        kind=kind) for kind in ("continuous", "second_set"))
     status_arr = np.array(status)
-    return {dim: {value: _grounding_scores(result, mask, status_arr)
+    return {dim: {value: _grounding_scores(primary, paper, mask, status_arr)
                   for value, mask in values.items()}
             for dim, values in _masks(questions, with_group=False).items()}
 
@@ -268,12 +296,27 @@ def _vnbench(samples: Sequence[Sample], circular: npt.NDArray[np.bool_]) -> VNBe
         return None
     tasks = {t: float(np.mean(v)) for t, v in sorted(by_task.items())}
     averaged = [t for t in tasks if t in VNBENCH_TASKS] or list(tasks)
-    per_group: dict[str, list[float]] = defaultdict(list)
-    for task in averaged:
-        per_group[vnbench_group(task) or "other"].append(tasks[task])
+    groups = {g: float(np.mean(v)) for g, v in _group_means(
+        {t: np.asarray([tasks[t]]) for t in averaged}).items()}
+    overall_ci = stratified_ci({t: by_task[t] for t in averaged}, _overall)
+    return VNBenchSummary(tasks=tasks, groups=groups, overall=float(np.mean(list(groups.values()))),
+                          overall_ci=overall_ci,
+                          samples={t: len(v) for t, v in sorted(by_task.items())})
+
+
+def _group_means(task_means: Mapping[str, npt.NDArray[np.float64]]
+                 ) -> dict[str, npt.NDArray[np.float64]]:
+    """Retrieval, ordering and counting means (those present) of per-task means."""
+    per_group: dict[str, list[npt.NDArray[np.float64]]] = defaultdict(list)
+    for task, means in task_means.items():
+        per_group[vnbench_group(task) or "other"].append(means)
     order: tuple[str, ...] = ("retrieval", "ordering", "counting")
-    groups = {g: float(np.mean(per_group[g])) for g in order if g in per_group}
-    return VNBenchSummary(tasks=tasks, groups=groups, overall=float(np.mean(list(groups.values()))))
+    return {g: np.mean(per_group[g], axis=0) for g in order if g in per_group}
+
+
+def _overall(task_means: Mapping[str, npt.NDArray[np.float64]]) -> npt.NDArray[np.float64]:
+    """VNBench overall of per-task means (arrays over bootstrap resamples)."""
+    return np.asarray(np.mean(list(_group_means(task_means).values()), axis=0))
 
 
 def _score_choice(samples: Sequence[Sample], preds: Mapping[tuple[str, int | None], Prediction],

@@ -1,8 +1,14 @@
-"""Time spans as the metrics see them: clipped to the video, as integer-second intervals.
+"""Time spans as the metrics see them: clipped to the video, as intervals on a time line.
 
-A span ``[s, e]`` stands for the inclusive integer set ``{floor(s), …, ceil(e)}`` (NeMo, seed 001,
-eq. 6). Every such set is one contiguous run of integers, so it is stored as ``[first, last]``
-and set sizes, intersections and unions are computed in closed form, batch-wise with numpy.
+Two definitions of the time a span covers (``docs/metrics.md``), one representation for both:
+a half-open interval ``[start, stop)`` per span, so sizes, intersections and unions are
+computed in closed form, batch-wise with numpy.
+
+- ``continuous`` (the primary figure): the exact seconds ``[s, e)``, as moment_detr's
+  ``standalone_eval`` and ActivityNet measure them; a point ``[3, 3]`` covers no time.
+- ``second_set`` (NeMo, seed 001, eq. 6): the inclusive integer set ``{floor(s), …, ceil(e)}``,
+  one contiguous run of integers, stored as ``[floor(s), ceil(e) + 1)``; ``[3, 3]`` is one
+  second and ``[2.5, 4.2]`` is ``{2, 3, 4, 5}``.
 """
 
 from __future__ import annotations
@@ -11,7 +17,7 @@ import dataclasses
 import itertools
 import math
 from collections.abc import Sequence
-from typing import TypeAlias
+from typing import Literal, TypeAlias, get_args
 
 import numpy as np
 import numpy.typing as npt
@@ -21,29 +27,48 @@ from needleforge.evaluate.records import Span
 
 IntArray: TypeAlias = npt.NDArray[np.int64]
 FloatArray: TypeAlias = npt.NDArray[np.float64]
+#: How a span is turned into time: exact seconds, or the paper's whole-second set.
+TIoUKind: TypeAlias = Literal["continuous", "second_set"]
+TIOU_KINDS: tuple[TIoUKind, ...] = get_args(TIoUKind)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class Intervals:
-    """Integer-second intervals ``[first, last]`` of many questions; ``first > last`` is empty."""
+    """Half-open intervals ``[start, stop)`` of many questions; ``stop <= start`` is empty."""
 
     question: IntArray
-    first: IntArray
-    last: IntArray
+    start: FloatArray
+    stop: FloatArray
 
     @property
-    def sizes(self) -> IntArray:
+    def sizes(self) -> FloatArray:
         """Seconds in each interval (0 for an empty one)."""
-        return np.asarray(np.maximum(self.last - self.first + 1, 0), dtype=np.int64)
+        return np.asarray(np.maximum(self.stop - self.start, 0.0), dtype=np.float64)
+
+
+def check_kind(kind: str) -> TIoUKind:
+    """``kind`` if it names a tIoU definition.
+
+    Raises:
+        EvaluationError: it does not (the message lists the definitions).
+    """
+    if kind not in TIOU_KINDS:
+        raise EvaluationError(f"tIoU definition {kind!r} is not one of {list(TIOU_KINDS)}")
+    return kind
 
 
 def to_intervals(spans: npt.ArrayLike, *, question: npt.ArrayLike,
-                 duration_s: npt.ArrayLike = math.inf) -> Intervals:
-    """Clip ``(n, 2)`` spans to ``[0, duration_s]`` and turn them into integer-second intervals.
+                 duration_s: npt.ArrayLike = math.inf,
+                 kind: TIoUKind = "continuous") -> Intervals:
+    """Clip ``(n, 2)`` spans to ``[0, duration_s]`` and turn them into intervals of ``kind``.
+
+    A span wholly outside the video becomes an empty interval (it still occupies a rank).
 
     Raises:
-        EvaluationError: a span is NaN/inf or reversed (``start_s > end_s``).
+        EvaluationError: a span is NaN/inf or reversed (``start_s > end_s``), or ``kind`` is
+            not a tIoU definition.
     """
+    check_kind(kind)
     arr = np.asarray(spans, dtype=np.float64).reshape(-1, 2)
     q = np.asarray(question, dtype=np.int64)
     dur = np.broadcast_to(np.asarray(duration_s, dtype=np.float64), q.shape)
@@ -53,37 +78,46 @@ def to_intervals(spans: npt.ArrayLike, *, question: npt.ArrayLike,
         raise EvaluationError(f"span {arr[i].tolist()} of question #{int(q[i])} is NaN/inf or "
                               "reversed (start_s > end_s)")
     outside = (arr[:, 0] > dur) | (arr[:, 1] < 0)
-    first = np.floor(np.maximum(arr[:, 0], 0.0))
-    last = np.ceil(np.minimum(arr[:, 1], dur))
-    first = np.where(outside, 1, first).astype(np.int64)
-    last = np.where(outside, 0, last).astype(np.int64)
-    return Intervals(q, first, last)
+    start = np.maximum(arr[:, 0], 0.0)
+    stop = np.minimum(arr[:, 1], dur)
+    if kind == "second_set":
+        start, stop = np.floor(start), np.ceil(stop) + 1.0
+    return Intervals(q, np.where(outside, 0.0, start), np.where(outside, 0.0, stop))
 
 
-def union_sizes(iv: Intervals, *, n_questions: int) -> IntArray:
+def union_sizes(iv: Intervals, *, n_questions: int) -> FloatArray:
     """``|S_1 ∪ S_2 ∪ …|`` per question: seconds covered by the union of its intervals (eq. 8).
 
-    Why vectorised: sort by (question, first), offset each question's coordinates past the
-    previous one's so one running maximum never leaks across questions, and count each interval's
-    seconds not already covered by the earlier ones.
+    Why ranks: sort by (question, start) and count each interval's time not already covered
+    by the earlier ones of its question, with one running maximum of the stops. The maximum
+    must not leak across questions, so it runs over the stops' *ranks* offset per question
+    (integers, exact), never over shifted float times, which would round.
     """
-    keep = iv.first <= iv.last
-    q, first, last = iv.question[keep], iv.first[keep], iv.last[keep]
+    keep = iv.stop > iv.start
+    q, start, stop = iv.question[keep], iv.start[keep], iv.stop[keep]
     if q.size == 0:
-        return np.zeros(n_questions, dtype=np.int64)
-    order = np.lexsort((first, q))
-    width = int(last.max()) + 2
-    offset = q[order] * width
-    first_o, last_o = first[order] + offset, last[order] + offset
-    covered_before = np.concatenate(([np.iinfo(np.int64).min // 2],
-                                     np.maximum.accumulate(last_o)[:-1]))
-    new = np.maximum(last_o - np.maximum(first_o, covered_before + 1) + 1, 0)
-    return np.bincount(q[order], weights=new, minlength=n_questions).astype(np.int64)
+        return np.zeros(n_questions, dtype=np.float64)
+    order = np.lexsort((start, q))
+    q, start, stop = q[order], start[order], stop[order]
+    values, rank = np.unique(stop, return_inverse=True)
+    offset = q * values.size
+    running = np.maximum.accumulate(rank.reshape(-1) + offset)
+    before = np.concatenate(([-1], running[:-1]))
+    same_question = before >= offset
+    covered = np.where(same_question, values[np.where(same_question, before - offset, 0)],
+                       -np.inf)
+    new = np.maximum(stop - np.maximum(start, covered), 0.0)
+    return np.asarray(np.bincount(q, weights=new, minlength=n_questions), dtype=np.float64)
 
 
 def pair_tiou(a: Intervals, b: Intervals) -> FloatArray:
-    """Element-wise tIoU of two equally long interval arrays (0 when both are empty)."""
-    inter = np.maximum(np.minimum(a.last, b.last) - np.maximum(a.first, b.first) + 1, 0)
+    """Element-wise tIoU of two equally long interval arrays (0 when both are empty).
+
+    For two overlapping intervals the union is their hull, so this equals moment_detr's
+    ``compute_temporal_iou_batch_paired`` (which divides by the hull) wherever either is
+    not 0.
+    """
+    inter = np.maximum(np.minimum(a.stop, b.stop) - np.maximum(a.start, b.start), 0.0)
     union = a.sizes + b.sizes - inter
     return np.asarray(np.divide(inter, union, out=np.zeros(inter.shape), where=union > 0),
                       dtype=np.float64)
@@ -91,7 +125,7 @@ def pair_tiou(a: Intervals, b: Intervals) -> FloatArray:
 
 def take(iv: Intervals, idx: IntArray) -> Intervals:
     """The intervals at positions ``idx``."""
-    return Intervals(iv.question[idx], iv.first[idx], iv.last[idx])
+    return Intervals(iv.question[idx], iv.start[idx], iv.stop[idx])
 
 
 def flatten(spans: Sequence[Sequence[Span]]) -> tuple[IntArray, FloatArray]:
@@ -120,8 +154,6 @@ def second_set(spans: Sequence[Span], *, duration_s: float = math.inf) -> frozen
         EvaluationError: a span is NaN/inf or reversed.
     """
     q, flat = flatten([spans])
-    iv = to_intervals(flat, question=q, duration_s=duration_s)
+    iv = to_intervals(flat, question=q, duration_s=duration_s, kind="second_set")
     return frozenset(itertools.chain.from_iterable(
-        range(int(a), int(b) + 1) for a, b in zip(iv.first, iv.last, strict=True)))
-
-
+        range(int(a), int(b)) for a, b in zip(iv.start, iv.stop, strict=True)))

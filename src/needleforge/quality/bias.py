@@ -24,19 +24,21 @@ gate, the card and the manifest all describe exactly what ships:
   has no opinion on counts at that expectation (its random fallback answer would add noise).
 
 Scores are Recall@1x at tIoU :data:`AUDIT_TIOU` for grounding (the scorer's lower threshold,
-where a prior shows first) and accuracy per try for multiple choice, per VNBench group
-(retrieval, ordering, counting: a prior lives in one kind of task; circular accuracy would
-hide a letter bias, since each rotation moves the answer).
+where a prior shows first; tIoU on exact seconds, the scorer's primary definition) and
+accuracy per try for multiple choice, per VNBench group (retrieval, ordering, counting: a
+prior lives in one kind of task; circular accuracy would hide a letter bias, since each
+rotation moves the answer).
 
 A baseline *fails* when even the low end of its interval beats random by more than the margin
 (``quality.blind_margin``): the release can be answered blind by more than the margin beyond
 the sampling error of its questions. The intervals hold at 95 % *together* (Bonferroni over
 the audit's ~12 blind rows), since the gate fails a release on any one of them. Why not the
-point score: a sample release has ~120 grounding questions and 8 VNBench samples per group,
-so a blind score's standard error is 2–3 points (grounding) and 8–15 points (a group); over 60
-seeds of the studio recipe (``tests/quality/bias_cases.py``) a point-score gate at 3 points
-failed 48 balanced releases on noise and this one none, while planted biases (every answer in
-the first tenth, every count "1") failed all 60.
+point score: a sample release has ~120 grounding questions and (since issue 35) 40 VNBench
+samples per group, 8 before, so a blind score's standard error is 2–3 points (grounding) and
+4–7 points (a group; 8–15 at 8 samples); over 60 seeds of the studio recipe at 8 samples per
+group (``tests/quality/bias_cases.py``) a point-score gate at 3 points failed 48 balanced
+releases on noise and this one none, while planted biases (every answer in the first tenth,
+every count "1") failed all 60.
 Everything is seeded, so the same records give the same audit, byte for byte.
 """
 
@@ -61,6 +63,7 @@ from needleforge.evaluate.blind import (
     prior_answers,
     random_end_s,
 )
+from needleforge.evaluate.intervals import bootstrap_ci
 from needleforge.evaluate.metrics import evaluate_grounding
 from needleforge.evaluate.parse import parse_choice
 from needleforge.evaluate.records import (
@@ -80,7 +83,6 @@ if TYPE_CHECKING:
 Kind: TypeAlias = Literal["grounding", "choice"]
 AUDIT_TIOU = 0.5
 RANDOM_DRAWS = 256
-BOOTSTRAP = 4000
 #: Confidence of the audit's intervals *together* (Bonferroni over its blind rows).
 CONFIDENCE = 0.95
 #: Fold splits each blind baseline is cross-fitted over (scores averaged): less split luck.
@@ -91,7 +93,7 @@ SCOPES: Mapping[str, tuple[Kind, ...]] = {
     "text_only": ("grounding", "choice"), "option_prior": ("choice",),
     "letter_prior": ("choice",),
 }
-METRICS: Mapping[Kind, str] = {"grounding": f"R@1x tIoU {AUDIT_TIOU:g}",
+METRICS: Mapping[Kind, str] = {"grounding": f"R@1x tIoU {AUDIT_TIOU:g} (exact seconds)",
                                "choice": "accuracy per try"}
 _AT_ZERO_S = 0.05
 
@@ -342,27 +344,6 @@ def _clusters(keys: Sequence[str], num: Sequence[float], den: Sequence[float]) -
         n[index[key]] += a
         d[index[key]] += b
     return n, d
-
-
-def bootstrap_ci(outcomes: Outcomes, *, seed: int = 0, resamples: int = BOOTSTRAP,
-                 level: float = CONFIDENCE) -> tuple[float, float]:
-    """Percentile interval (confidence ``level``) of ``sum(num) / sum(den)`` with clusters
-    resampled with replacement (seeded: the same outcomes give the same interval), widened
-    around the estimate by ``sqrt(n / (n - 1))``: the bootstrap's plug-in spread is that much
-    too narrow, which matters for a task group of 8 samples (then clipped to [0, 1])."""
-    num, den = outcomes
-    if den.sum() == 0:
-        return (0.0, 0.0)
-    rng = np.random.default_rng(seed)
-    picks = rng.integers(0, len(num), size=(resamples, len(num)))
-    totals = den[picks].sum(axis=1)
-    ratios = num[picks].sum(axis=1) / np.where(totals > 0, totals, 1.0)
-    tail = (1 - level) / 2 * 100
-    low, high = np.percentile(ratios, [tail, 100 - tail])
-    estimate = float(num.sum() / den.sum())
-    widen = math.sqrt(len(num) / (len(num) - 1)) if len(num) > 1 else 1.0
-    return (max(0.0, estimate - widen * (estimate - float(low))),
-            min(1.0, estimate + widen * (float(high) - estimate)))
 
 
 def _score(name: str, kind: Kind, outcomes: Outcomes, random: float, *, n: int,

@@ -294,6 +294,11 @@ def _release_grounding(params: QualityParams) -> list[Expectation]:
         _at_least("span_min_len_s", params.min_piece_s - params.tolerance_s,
                   check="multi_needle_piece_length", where=multi,
                   why=f"each multi-needle span lasts at least {params.min_piece_s:g} s."),
+        _at_least("span_min_len_s", params.min_answer_window_s - params.tolerance_s,
+                  check="answer_window_length", where=_GROUNDING,
+                  why=f"every answer window lasts at least {params.min_answer_window_s:g} s "
+                      "(quality.min_answer_window_s: shorter ones cannot be judged at tIoU "
+                      "0.5 by a model sampling a frame a second)."),
     ]
 
 

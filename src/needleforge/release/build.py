@@ -6,7 +6,10 @@
     videos/<montage_id>.mp4 (optional)  videos/<vnbench sample>.mp4 (with a VNBench set)
     README.md + data/<family>.parquet (Hugging Face dataset card and its configs)
     exports/  plots/  card.md  card.html  CHANGELOG.md  quality/ (with a gate)  manifest.json
-    build.json (build time and inputs fingerprint: not in the manifest, see release.history)
+    build.json (build time and inputs fingerprint, see release.history)
+
+``manifest.json`` hashes every other file (those that record the build run marked
+``per_build``, see :mod:`needleforge.release.manifest`).
 
 Why a temporary folder: the whole release is written next to its target and renamed into
 place at the end, so a failed or interrupted build never leaves a half-written release (and a
@@ -63,11 +66,6 @@ from needleforge.store import Store
 #: into place, writing its report under ``release_root/quality``; raises to stop the release.
 #: What it returns (the gate's verdict) becomes the card's "Quality gate" section.
 Gate = Callable[[Path, frozenset[str]], GateResult | None]
-#: Files under this prefix (the GX Data Docs report) are not hashed in the manifest, except
-#: ``summary.json``: the pages carry GX run times, and the manifest must not change with them.
-UNHASHED_PREFIX = "quality/"
-#: Not hashed either: the build time (see :mod:`needleforge.release.history`).
-UNHASHED_FILES = (history.BUILD_FILE,)
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 #: What a release name may look like (also checked by a refresh before any work).
 RELEASE_NAME_RE = _NAME_RE
@@ -146,7 +144,8 @@ def _counts(content: Content, n_videos: int) -> dict[str, Any]:
         "questions_by_family_bucket": {f: dict(sorted(c.items())) for f, c in sorted(per.items())},
         "excluded": {"failed": len(content.selection.failed),
                      "unverified": len(content.selection.unverified),
-                     "source_excluded": dropped},
+                     "source_excluded": dropped,
+                     "short_answer_window": len(content.short_windows)},
     }
 
 
@@ -217,8 +216,8 @@ def _write_release(
 
     The gate (when given) runs on the data files before the card (whose "Quality gate"
     section shows its verdict) and the manifest are written; its report goes to
-    ``root/quality``, of which only ``summary.json`` is hashed, since the Data Docs pages
-    carry GX run times (see :data:`UNHASHED_PREFIX`).
+    ``root/quality``. The manifest, written last, hashes every other file, the Data Docs
+    pages and ``build.json`` included (:func:`needleforge.release.manifest.file_entries`).
     """
     _write_data(root, content, videos, params.release)
     exports.write_exports(root, content.records, release_name=name)
@@ -244,27 +243,23 @@ def _write_release(
         released=content.released_questions, montages=content.montages,
         videos_included=n_nemo_videos > 0,
         excluded={"failed": len(content.selection.failed),
-                  "unverified": len(content.selection.unverified)},
+                  "unverified": len(content.selection.unverified),
+                  "short_window": len(content.short_windows)},
         code=code, backends=backends, questions=data.questions,
         verifications=data.verifications, objects=data.objects, tags=data.tags,
         scenes=data.scenes, videos=content.sources, source_rows=content.source_rows,
         excluded_sources=content.excluded_rows,
         compared_with=tuple(sorted({e.name for e in earlier})),
-        extra=tuple(x for x in extra if x is not None)))
+        extra=tuple(x for x in extra if x is not None),
+        min_window_s=params.quality.min_answer_window_s))
     history.write_build_info(root, name=name, inputs=run.inputs)
     doc = manifest.build_manifest(
         name=name, params=params, counts=_counts(content, len(videos)), code=code,
         backends=backends, seed_info=manifest.seeds(params, content.montages),
         policy=_policy_doc(content, params.release, earlier), bias=audit.to_dict(),
-        files=[e for e in manifest.file_entries(root) if _hashed(e["path"])])
+        files=manifest.file_entries(root, exclude=(history.MANIFEST_FILE,)))
     write_json(root / "manifest.json", doc)
     return _Written(changes, sha256_file(root / "manifest.json"), verdict)
-
-
-def _hashed(rel: str) -> bool:
-    if rel in UNHASHED_FILES:
-        return False
-    return not rel.startswith(UNHASHED_PREFIX) or rel == f"{UNHASHED_PREFIX}summary.json"
 
 
 def _swap_into_place(tmp: Path, target: Path) -> None:
@@ -370,7 +365,8 @@ def build_release(
     compared = [read_earlier(p) for p in earlier]
     content = gather(questions=data.questions, verifications=data.verifications,
                      montages=data.montages, videos=data.videos, params=params.release,
-                     vnbench=vnbench, earlier=compared)
+                     vnbench=vnbench, earlier=compared,
+                     min_window_s=params.quality.min_answer_window_s)
     check_vnbench_release(content.records)
     prev = changelog.read_previous(previous) if previous is not None else None
     videos = _videos(content, render_dir, params.release)

@@ -25,6 +25,7 @@ from needleforge.records import (
     Video,
 )
 from needleforge.release import stats
+from needleforge.release.card_scoring import scoring_section
 from needleforge.release.exports import task_name
 from needleforge.release.manifest import CodeVersion
 from needleforge.release.markup import (
@@ -77,6 +78,8 @@ class CardInputs:
     #: Sections the build adds after its gate (quality gate, failed sources), shown before
     #: the provenance; see :mod:`needleforge.release.card_sections`.
     extra: Sequence[Section] = ()
+    #: The shortest answer window a question may have (``quality.min_answer_window_s``).
+    min_window_s: float = 3.0
 
 
 def make_plots(root: Path, records: Sequence[Record], inputs: CardInputs) -> list[Plot]:
@@ -123,7 +126,9 @@ def _summary(records: Sequence[Record], inputs: CardInputs) -> Section:
         "Videos: rendered montages in videos/" if inputs.videos_included
         else "Videos: not included (montage plans only; render them from montages.jsonl)",
         f"Left out: {inputs.excluded.get('failed', 0)} failed verification, "
-        f"{inputs.excluded.get('unverified', 0)} never verified",
+        f"{inputs.excluded.get('unverified', 0)} never verified, "
+        f"{inputs.excluded.get('short_window', 0)} with an answer window shorter than "
+        f"{inputs.min_window_s:g} s",
         f"Code: needleforge commit {commit}",
     ]
     if p.release_date is not None:
@@ -201,6 +206,8 @@ def build_card(
                                  stats.authorship_table(records))),
         Section("VNBench", (stats.vnbench_table(records),)) if any(
             r["family"] == "vnbench" for r in records) else None,
+        scoring_section(records, min_window_s=inputs.min_window_s,
+                        n_short=inputs.excluded.get("short_window", 0)),
         Section("Sources and licences", (
             stats.licence_table(inputs.videos), stats.source_table(inputs.source_rows),
             Paragraph(_authorization_text(inputs.params)),

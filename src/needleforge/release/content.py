@@ -4,6 +4,9 @@ Order of decisions: verification (:func:`select_questions`), then the sources of
 candidate question (a NeMo question's montage segments, a VNBench sample's haystack) go
 through :func:`needleforge.release.sources.assess`; a question with any excluded source is
 dropped, and the drop is recorded per source so the manifest, card and changelog can list it.
+Last, a NeMo question with an answer window shorter than ``min_window_s``
+(``quality.min_answer_window_s``) is left out: tIoU cannot judge so short a window (see
+``docs/metrics.md``); the gate checks the shipped windows again.
 """
 
 from __future__ import annotations
@@ -25,6 +28,9 @@ from needleforge.release.answers import (
 )
 from needleforge.release.vnbench_input import VNBenchInput
 
+#: Answer windows are rounded to 1e-6 s in records; a 3 s window stays a 3 s window.
+_WINDOW_TOLERANCE_S = 1e-6
+
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class Content:
@@ -42,6 +48,7 @@ class Content:
     source_rows: list[dict[str, Any]]
     excluded_rows: list[dict[str, Any]]
     vnbench: VNBenchInput | None
+    short_windows: tuple[str, ...] = ()
 
     @property
     def released_questions(self) -> list[Question]:
@@ -58,8 +65,10 @@ def gather(
     *, questions: Sequence[Question], verifications: Sequence[Verification],
     montages: Sequence[Montage], videos: Sequence[Video], params: ReleaseParams,
     vnbench: VNBenchInput | None, earlier: Sequence[src.EarlierRelease],
+    min_window_s: float = 0.0,
 ) -> Content:
-    """Decide what ships (see the module docstring).
+    """Decide what ships (see the module docstring); ``min_window_s`` is the shortest answer
+    window a NeMo question may have.
 
     Raises:
         ReleaseError: a question's montage or a montage's source video is not in the store;
@@ -90,6 +99,7 @@ def gather(
     records: list[dict[str, Any]] = []
     by_montage: dict[str, list[str]] = defaultdict(list)
     families: dict[str, set[str]] = defaultdict(set)
+    short: list[str] = []
     for question, verdicts in selection.released:
         montage = by_id[question.montage_id]
         used = _montage_sources(montage)
@@ -98,6 +108,9 @@ def gather(
             dropped.extend((v, question.question_id) for v in bad)
             continue
         record = question_record(question, montage, verdicts)
+        if min(e - s for s, e in record["answer_spans"]) < min_window_s - _WINDOW_TOLERANCE_S:
+            short.append(question.question_id)
+            continue
         record["source_video_ids"] = used
         records.append(record)
         by_montage[montage.montage_id].append(question.question_id)
@@ -114,7 +127,8 @@ def gather(
         raise ReleaseError(
             f"nothing to release: of {len(questions)} NeMo questions, "
             f"{len(selection.failed)} failed verification, {len(selection.unverified)} were "
-            f"never verified, and {len(dropped)} question(s) or tries were dropped with "
+            f"never verified, {len(short)} had an answer window shorter than "
+            f"{min_window_s:g} s, and {len(dropped)} question(s) or tries were dropped with "
             f"their {len(policy.excluded)} excluded source(s)")
     used_montages = [by_id[m] for m in sorted(by_montage)]
     plans = [montage_record(m, question_ids=by_montage[m.montage_id], videos=video_by_id)
@@ -127,4 +141,4 @@ def gather(
                                        contaminated=policy.contaminated),
         excluded_rows=src.excluded_entries(policy, videos=video_by_id,
                                            dropped=src.group_dropped(dropped)),
-        vnbench=vnbench)
+        vnbench=vnbench, short_windows=tuple(short))

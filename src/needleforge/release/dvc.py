@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from needleforge.errors import ReleaseError
 from needleforge.records.questions import QuestionRecordError, ReleaseQuestion, parse_jsonl
-from needleforge.release.file_io import sha256_file
+from needleforge.release.file_io import list_files, sha256_file
 from needleforge.release.index import INDEX_PATH, find, parse_index
 
 if TYPE_CHECKING:
@@ -163,7 +163,8 @@ def _never_pushed(rev: str, repo: str | Path, path: str, exc: Exception) -> Rele
 
 def verify_files(root: Path) -> list[str]:
     """Problems of a fetched release against its ``manifest.json`` (empty: all files there
-    with the sha256 the manifest lists)."""
+    with the sha256 the manifest lists and, when the manifest says it lists every file
+    (``files_note``, releases since it hashes the Data Docs too), no file it does not list)."""
     try:
         doc = json.loads((root / "manifest.json").read_text(encoding="utf-8"))
         files = doc["files"]
@@ -176,6 +177,10 @@ def verify_files(root: Path) -> list[str]:
             problems.append(f"{entry['path']} missing")
         elif sha256_file(path) != entry["sha256"]:
             problems.append(f"{entry['path']} has another sha256 than the manifest's")
+    if "files_note" in doc:
+        listed = {str(e["path"]) for e in files} | {"manifest.json"}
+        problems += [f"{rel} is not in the manifest" for rel in list_files(root)
+                     if rel not in listed]
     return problems
 
 

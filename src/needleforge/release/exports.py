@@ -2,9 +2,11 @@
 conventions, checked against the consumer's own code (``tests/release/test_consumers_*``):
 
 - ``lmms_eval/<task>.yaml`` + ``lmms_eval/utils.py``: an lmms-eval task over the grounding
-  questions of ``questions.jsonl`` (Recall@1x at tIoU 0.7 and 0.5), and ``<task>_vnbench.yaml``
-  over the VNBench tries (circular accuracy and VNBench's overall). The data path is resolved
-  by ``utils.py`` from the task file or ``$NEEDLEFORGE_RELEASE_DIR``, so
+  questions of ``questions.jsonl`` (Recall@1x at tIoU 0.7 and 0.5 on exact seconds, the
+  primary figures), ``<task>_second_set.yaml`` (the same on the NeMo paper's whole-second
+  sets, named ``…_second_set``), and ``<task>_vnbench.yaml`` over the VNBench tries (circular
+  accuracy and VNBench's overall). The data path is resolved by ``utils.py`` from the task
+  file or ``$NEEDLEFORGE_RELEASE_DIR``, so
   ``lmms-eval --include_path <release>/exports/lmms_eval --tasks <task>`` runs from anywhere.
 - ``vlmevalkit/``: a multiple-choice TSV, a grounding TSV and a drop-in dataset module
   (:mod:`needleforge.release.vlmevalkit`).
@@ -77,15 +79,23 @@ def _task_yaml(task: str, *, hooks: str, max_new_tokens: int,
     ]
 
 
-def lmms_eval_yaml(release_name: str) -> str:
-    """The lmms-eval task config; ``!function`` tags point at the shipped ``utils.py``."""
-    task = task_name(release_name)
+def lmms_eval_yaml(release_name: str, *, second_set: bool = False) -> str:
+    """The lmms-eval task config; ``!function`` tags point at the shipped ``utils.py``.
+
+    ``second_set``: the ``<task>_second_set`` task, scored on the NeMo paper's whole-second
+    sets (the primary task measures tIoU on exact seconds).
+    """
+    task = task_name(release_name) + ("_second_set" if second_set else "")
+    suffix = "_second_set" if second_set else ""
+    about = ("tIoU on the NeMo paper's whole-second sets, beside the primary task"
+             if second_set else "tIoU on exact seconds")
     return "\n".join([
-        f"# lmms-eval task for the needleforge release {release_name}.",
+        f"# lmms-eval task for the needleforge release {release_name} ({about}).",
         "# Runs from any directory; set NEEDLEFORGE_RELEASE_DIR when this folder is moved:",
         f"#   lmms-eval --include_path <release>/exports/lmms_eval --tasks {task} ...",
-        *_task_yaml(task, hooks="", max_new_tokens=256,
-                    metrics=[(f"recall_1x_tiou_{m}", "aggregate_recall") for m in ("0.7", "0.5")],
+        *_task_yaml(task, hooks="second_set_" if second_set else "", max_new_tokens=256,
+                    metrics=[(f"recall_1x_tiou_{m}{suffix}", "aggregate_recall")
+                             for m in ("0.7", "0.5")],
                     extra=["lmms_eval_specific_kwargs:", "  default:", '    pre_prompt: ""',
                            f"    post_prompt: {_q(DEFAULT_POST_PROMPT)}"]),
         f"  release: {_q(release_name)}",
@@ -133,8 +143,11 @@ def write_exports(root: Path, records: Sequence[Record], *, release_name: str) -
     if any("answer_spans" in r for r in records):
         yaml_rel = f"exports/lmms_eval/{task_name(release_name)}.yaml"
         (root / yaml_rel).write_text(lmms_eval_yaml(release_name), encoding="utf-8")
+        paper_rel = f"exports/lmms_eval/{task_name(release_name)}_second_set.yaml"
+        (root / paper_rel).write_text(lmms_eval_yaml(release_name, second_set=True),
+                                      encoding="utf-8")
         write_jsonl(out / "qvhighlights.jsonl", qvhighlights_records(records))
-        written += [yaml_rel, "exports/qvhighlights.jsonl"]
+        written += [yaml_rel, paper_rel, "exports/qvhighlights.jsonl"]
     if any(r.get("family") == "vnbench" for r in records):
         yaml_rel = f"exports/lmms_eval/{task_name(release_name)}_vnbench.yaml"
         (root / yaml_rel).write_text(lmms_eval_vnbench_yaml(release_name), encoding="utf-8")

@@ -6,8 +6,8 @@ a clock: ``releases/sample`` sorts after every dated release) and whether anythi
 since. ``build.json`` holds the build time (UTC) and the **inputs fingerprint**: the sha256
 of every source video used, a hash of the params (less the task runner, which decides where
 work runs, not what it makes) and a hash of the code (the needleforge package's Python files
-and the versions of the packages that shape a release). It is left out of the manifest's
-file list, like the Data Docs pages, since it changes with every build.
+and the versions of the packages that shape a release). The manifest hashes it like every
+file, marked ``per_build`` (like the Data Docs pages), since it changes with every build.
 
 Same fingerprint as the latest release: a refresh has nothing new to release.
 """

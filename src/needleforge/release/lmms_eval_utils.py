@@ -2,10 +2,15 @@
 
 This file is shipped inside every release and imported by lmms-eval, not by needleforge, so it
 imports nothing but the standard library. It scores Recall@1x the way the needleforge scorer
-does (``docs/metrics.md``): a span ``[s, e]`` is the inclusive integer-second set
-``{floor(s), …, ceil(e)}`` after clipping to ``[0, duration_s]``; a question with ``x`` target
-needles keeps the first ``x`` predicted spans; a target is recalled when some kept span has
-tIoU ``>=`` the threshold with it; the score is recalled targets / all targets (micro).
+does (``docs/metrics.md``): spans are clipped to ``[0, duration_s]``; a question with ``x``
+target needles keeps the first ``x`` predicted spans; a target is recalled when some kept span
+has tIoU ``>=`` the threshold with it; the score is recalled targets / all targets (micro).
+tIoU is measured on exact seconds (``[s, e]`` covers ``e - s`` seconds, as moment_detr
+measures it): the primary figures of the ``<task>`` task, ``recall_1x_tiou_<m>``. The
+``<task>_second_set`` task reports the NeMo paper's figure beside it,
+``recall_1x_tiou_<m>_second_set``: a span is the inclusive whole-second set
+``{floor(s), …, ceil(e)}``, which rounds every span outwards and so inflates the overlap of
+short answer windows (a 2 s window shifted by half its length: 1/3 exact, 1/2 in seconds).
 The response parser here reads the common forms (``[12, 17.5]``, ``12 - 17.5``, ``12s to 17s``,
 ``1:02 - 1:10``); the needleforge scorer (``needleforge score``) is the reference and reads more.
 
@@ -115,38 +120,70 @@ def parse_spans(text: str) -> list[tuple[float, float]]:
     return spans
 
 
-def _interval(span: tuple[float, float], duration_s: float) -> tuple[int, int]:
+def _interval(span: tuple[float, float], duration_s: float, *,
+              second_set: bool = False) -> tuple[float, float]:
+    """The time a span covers after clipping, as a half-open ``[start, stop)``: exact seconds,
+    or (``second_set``) the whole seconds ``floor(s) .. ceil(e)``, i.e. ``[floor(s),
+    ceil(e) + 1)``. A span wholly outside the video is empty."""
     start, end = span
     if start > duration_s or end < 0:
-        return (1, 0)  # wholly outside the video: the empty set
-    return (math.floor(max(start, 0.0)), math.ceil(min(end, duration_s)))
+        return (0.0, 0.0)
+    start, end = max(start, 0.0), min(end, duration_s)
+    if second_set:
+        return (float(math.floor(start)), float(math.ceil(end) + 1))
+    return (start, end)
 
 
-def tiou(a: tuple[int, int], b: tuple[int, int]) -> float:
-    """tIoU of two integer-second intervals ``[first, last]`` (empty when first > last)."""
-    size_a, size_b = max(a[1] - a[0] + 1, 0), max(b[1] - b[0] + 1, 0)
-    inter = max(min(a[1], b[1]) - max(a[0], b[0]) + 1, 0) if size_a and size_b else 0
+def tiou(a: tuple[float, float], b: tuple[float, float]) -> float:
+    """tIoU of two half-open intervals ``[start, stop)`` (empty when stop <= start)."""
+    size_a, size_b = max(a[1] - a[0], 0.0), max(b[1] - b[0], 0.0)
+    inter = max(min(a[1], b[1]) - max(a[0], b[0]), 0.0)
     union = size_a + size_b - inter
-    return inter / union if union else 0.0
+    return inter / union if union > 0 else 0.0
 
 
-def recalled_targets(doc: dict[str, Any], response: str, threshold: float) -> int:
-    """How many of the question's targets the first ``x`` predicted spans recall."""
+def recalled_targets(doc: dict[str, Any], response: str, threshold: float, *,
+                     second_set: bool = False) -> int:
+    """How many of the question's targets the first ``x`` predicted spans recall (tIoU on
+    exact seconds, or on whole-second sets)."""
     duration = float(doc["duration_s"])
-    targets = [_interval((float(s), float(e)), duration) for s, e in doc["answer_spans"]]
-    kept = [_interval(p, duration) for p in parse_spans(response)[: len(targets)]]
+    targets = [_interval((float(s), float(e)), duration, second_set=second_set)
+               for s, e in doc["answer_spans"]]
+    kept = [_interval(p, duration, second_set=second_set)
+            for p in parse_spans(response)[: len(targets)]]
     return sum(any(tiou(t, p) >= threshold for p in kept) for t in targets)
 
 
 def process_results(doc: dict[str, Any], results: list[str]) -> dict[str, dict[str, Any]]:
-    """Per-question counts for each Recall@1x metric (aggregated by :func:`aggregate_recall`)."""
+    """Per-question counts for each Recall@1x metric on exact seconds (aggregated by
+    :func:`aggregate_recall`)."""
+    return _recall_items(doc, results, second_set=False)
+
+
+def second_set_process_results(doc: dict[str, Any],
+                               results: list[str]) -> dict[str, dict[str, Any]]:
+    """The same counts on the NeMo paper's whole-second sets (the ``<task>_second_set``
+    task), keyed ``recall_1x_tiou_<m>_second_set``."""
+    return _recall_items(doc, results, second_set=True)
+
+
+def _recall_items(doc: dict[str, Any], results: list[str], *,
+                  second_set: bool) -> dict[str, dict[str, Any]]:
     response = results[0] if results else ""
     n_targets = len(doc["answer_spans"])
+    suffix = "_second_set" if second_set else ""
     return {
-        f"recall_1x_tiou_{m}": {"question_id": doc["question_id"], "targets": n_targets,
-                                "recalled": recalled_targets(doc, response, m)}
+        f"recall_1x_tiou_{m}{suffix}": {
+            "question_id": doc["question_id"], "targets": n_targets,
+            "recalled": recalled_targets(doc, response, m, second_set=second_set)}
         for m in RECALL_THRESHOLDS
     }
+
+
+# The second-set task asks the same questions the same way; only its scoring differs.
+second_set_process_docs = process_docs
+second_set_doc_to_text = doc_to_text
+second_set_doc_to_target = doc_to_target
 
 
 def aggregate_recall(items: list[dict[str, Any]]) -> float:

@@ -1,8 +1,14 @@
 """Provenance of a release: code version, package versions, ffmpeg, model backends, seeds, files.
 
-The manifest must be byte-identical when the same inputs and seed are built again, so it holds
-no clock time (``release_date`` comes from params), no host name and no absolute path but one:
-the ffmpeg binary's when it is not imageio-ffmpeg's (``/usr/bin/ffmpeg``; a path in the home
+``files`` gives the sha256 and size of every file the release ships except ``manifest.json``
+itself (a file cannot hold its own hash; ``releases/index.json`` records the manifest's when
+it is published). Two kinds of file record the build run rather than its inputs and change
+with every build: ``build.json`` (the build time) and the GX Data Docs pages under
+``quality/`` (run times and random element ids in the HTML; ``quality/summary.json``, the
+gate's verdict, does not change). Their entries carry ``"per_build": true``. Everything else
+in the manifest is identical when the same inputs and seed are built again: it holds no clock
+time (``release_date`` comes from params), no host name and no absolute path but one: the
+ffmpeg binary's when it is not imageio-ffmpeg's (``/usr/bin/ffmpeg``; a path in the home
 folder is written with ``~``), since which build rendered the videos is the point. Every list
 in it is sorted.
 """
@@ -140,11 +146,28 @@ def seeds(params: Params, montages: Iterable[Montage]) -> dict[str, Any]:
             "montages": sorted({m.seed for m in montages})}
 
 
+#: The files whose bytes record the build run (see the module docstring).
+PER_BUILD_FILES = ("build.json",)
+PER_BUILD_PREFIX = "quality/"
+STABLE_IN_PER_BUILD = ("quality/summary.json",)
+FILES_NOTE = ("sha256 and size of every file of the release except manifest.json itself; "
+              "entries with per_build true (build.json, the Data Docs pages under quality/) "
+              "change with every build, since they record when it ran")
+
+
+def per_build(rel: str) -> bool:
+    """Whether the file at release path ``rel`` changes with every build of the same inputs."""
+    if rel in STABLE_IN_PER_BUILD:
+        return False
+    return rel in PER_BUILD_FILES or rel.startswith(PER_BUILD_PREFIX)
+
+
 def file_entries(root: Path, *, exclude: Iterable[str] = ()) -> list[dict[str, Any]]:
-    """``{path, size_bytes, sha256}`` of every file under ``root``, sorted by path."""
+    """``{path, size_bytes, sha256}`` of every file under ``root`` but ``exclude``, sorted by
+    path; a file that records the build run also has ``per_build: true``."""
     skip = set(exclude)
     return [{"path": rel, "size_bytes": (root / rel).stat().st_size,
-             "sha256": sha256_file(root / rel)}
+             "sha256": sha256_file(root / rel), **({"per_build": True} if per_build(rel) else {})}
             for rel in list_files(root) if rel not in skip]
 
 
@@ -186,5 +209,6 @@ def build_manifest(
         **dict(policy or {}),
         **({"bias_audit": dict(bias)} if bias is not None else {}),
         "params": params.model_dump(mode="json"),
+        "files_note": FILES_NOTE,
         "files": files,
     }
