@@ -74,6 +74,7 @@ from needleforge.records import (
 )
 from needleforge.records.attire import described_attire
 from needleforge.records.phrases import normalize
+from needleforge.scenes import onscreen
 
 if TYPE_CHECKING:
     from needleforge.backends.embedded.eyes import Submit
@@ -285,7 +286,8 @@ def _acceptor(
     their clothes, ``attire``, only in clothes that could be those), noting every refusal in
     ``rejected``; None when there is nothing to check."""
     own = {normalize(target.target_object.tag)} if target.target_object is not None else set()
-    named = excluded - own
+    # On-screen text is no detector label: the looking verifier reads it on the negatives.
+    named = {t for t in excluded - own if not onscreen.is_text_tag(t)}
     if probe is None or (target.target_object is None and not named):
         return None
 
