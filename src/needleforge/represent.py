@@ -295,14 +295,17 @@ def _spread(n: int, k: int | None) -> list[int]:
 
 
 def _ocr_tags(scene_id: str, frames: Sequence[Keyframe], reader: TextReader) -> list[SceneTag]:
-    """On-screen text that holds, as ``text:<line>`` tags: the legible lines read on
-    :data:`~needleforge.scenes.onscreen.MIN_FRAMES` of up to
+    """On-screen text as ``text:<line>`` tags: the legible lines read on up to
     :data:`~needleforge.scenes.onscreen.READ_KEYFRAMES` keyframes spread over the scene
-    (:func:`~needleforge.scenes.onscreen.held_lines`). The middle one of those is read first,
-    and the others only when it shows a legible line: most scenes have no text, and one read
-    instead of three keeps OCR's cost to about a third. A scene of fewer keyframes than
-    ``MIN_FRAMES`` is not read. A reader without confidences (no ``read_scored``) has each
-    line counted at 1.0."""
+    (:func:`~needleforge.scenes.onscreen.read_lines`), scored by the share of those frames
+    they were read on (:func:`~needleforge.scenes.onscreen.tag_score`: only text read on
+    ``MIN_FRAMES`` holds; a line read once keeps negatives showing it out of the draw).
+
+    The middle one of those keyframes is read first, and the others only when it shows a
+    legible line: most scenes have no text, and one read instead of three keeps OCR's cost
+    to about a third. A scene of fewer keyframes than ``MIN_FRAMES`` is not read: its text
+    could never hold. A reader without confidences (no ``read_scored``) has each line
+    counted at 1.0."""
     if len(frames) < onscreen.MIN_FRAMES:
         return []
     scored = getattr(reader, "read_scored", None)
@@ -318,9 +321,10 @@ def _ocr_tags(scene_id: str, frames: Sequence[Keyframe], reader: TextReader) -> 
     if not any(onscreen.legible(line, score) for line, score in first):
         return []
     readings = [first, *(read(i) for i in order if i != middle)]
-    return [SceneTag(scene_id, f"{onscreen.TEXT_PREFIX}{line}", 1.0, reader.name,
+    return [SceneTag(scene_id, f"{onscreen.TEXT_PREFIX}{line}", onscreen.tag_score(count),
+                     reader.name,
                      f"{reader.version}+{onscreen.RULE_NAME}@{onscreen.RULE_VERSION}")
-            for line in onscreen.held_lines(readings)]
+            for line, count in onscreen.read_lines(readings)]
 
 
 Step = Literal["scenes", "objects", "all"]

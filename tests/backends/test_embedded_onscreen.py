@@ -23,7 +23,7 @@ from needleforge.backends.writing import (
 from needleforge.errors import StudioError
 from needleforge.records import Scene, SceneTag
 from needleforge.records.base import scene_id_for
-from needleforge.scenes.onscreen import TEXT_PREFIX
+from needleforge.scenes.onscreen import TEXT_PREFIX, tag_score
 from needleforge.studio.real_assets import sample_frames
 
 VIDEO = "v" + "cd" * 8
@@ -47,8 +47,8 @@ def tile(durations: list[float], *, video: str = VIDEO) -> list[Scene]:
     return scenes
 
 
-def _text(scene: Scene, *lines: str) -> tuple[SceneTag, ...]:
-    return tuple(SceneTag(scene.scene_id, f"{TEXT_PREFIX}{line}", 1.0, "ocr", "1")
+def _text(scene: Scene, *lines: str, score: float = 1.0) -> tuple[SceneTag, ...]:
+    return tuple(SceneTag(scene.scene_id, f"{TEXT_PREFIX}{line}", score, "ocr", "1")
                  for line in lines)
 
 
@@ -76,6 +76,14 @@ def test_no_text_question_without_a_part_to_quote(lines: tuple[str, ...]) -> Non
     s = tile([6.0])[0]
     written = _written(TargetView(s, _text(s, *lines), (), None))
     assert isinstance(written, Skip), written
+
+
+def test_no_text_question_from_text_read_once() -> None:
+    s = tile([6.0])[0]
+    once = _written(TargetView(s, _text(s, *CAPTION, score=tag_score(1)), (), None))
+    assert isinstance(once, Skip), once
+    twice = _written(TargetView(s, _text(s, *CAPTION, score=tag_score(2)), (), None))
+    assert isinstance(twice, WrittenNeedle)
 
 
 def _request(target: list, negatives: list[list], *, target_text: tuple[str, ...] = CAPTION,

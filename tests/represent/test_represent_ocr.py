@@ -1,7 +1,7 @@
 """On-screen text tags of the represent stage, on real frames: statement.mp4's lower third
-becomes ``text:`` tags when read on two of three keyframes; a scene of one keyframe, and
-scenes whose frames hold only the reader's garbage (single characters, CJK glyphs on
-bookshelves, low confidence), get none."""
+becomes ``text:`` tags that hold when read on two of three keyframes (a weak tag when read
+once); a scene of one keyframe, and scenes whose frames hold only the reader's garbage
+(single characters, CJK glyphs on bookshelves, low confidence), get none."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from needleforge.backends.base import Keyframe
 from needleforge.backends.embedded.ocr import EmbeddedTextReader
 from needleforge.errors import StudioError
 from needleforge.represent import _ocr_tags
-from needleforge.scenes.onscreen import RULE_NAME, shows, text_of
+from needleforge.scenes.onscreen import RULE_NAME, holds, shows, text_of
 from needleforge.studio.real_assets import sample_frames
 
 
@@ -37,8 +37,15 @@ def test_text_read_on_two_keyframes_becomes_tags(reader: EmbeddedTextReader) -> 
     lines = [text_of(t.tag) for t in tags]
     assert any(shows(line, "JULY 14") for line in lines), lines
     assert all(t.backend == reader.name and RULE_NAME in t.model_version for t in tags)
-    once = _ocr_tags("s", _keyframes("statement", every=25, most=3, skip=2), reader)
-    assert once == []  # one keyframe: text that may not hold
+    assert all(holds(t.score) for t in tags)
+    single = _ocr_tags("s", _keyframes("statement", every=25, most=3, skip=2), reader)
+    assert single == []  # one keyframe: text that could never hold is not read
+    # The caption on the middle keyframe only: a weak tag, not text to ask about.
+    no, _, caption = _keyframes("statement", every=25, most=3)
+    once = _ocr_tags("s", [no, caption, Keyframe(3.0, no.image, "s")], reader)
+    assert once and not any(holds(t.score) for t in once), once
+    # Nothing legible on the middle keyframe: the others are not read.
+    assert _ocr_tags("s", [caption, no, Keyframe(3.0, caption.image, "s")], reader) == []
 
 
 @pytest.mark.parametrize("name", ["talk", "coin", "fish2"])

@@ -111,3 +111,11 @@ def test_clips_without_text_hold_none(reader: EmbeddedTextReader, name: str) -> 
     (single characters, symbol runs, CJK glyphs) never becomes text to ask about."""
     frames = _frames(name, every=25, most=4)
     assert onscreen.held_lines([reader.read_scored(f) for f in frames]) == []
+
+
+def test_tag_scores_say_whether_text_holds() -> None:
+    caption = [("JULY14.2015", 0.93)]
+    assert onscreen.read_lines([caption, [], caption]) == [("JULY14.2015", 2)]
+    assert [onscreen.holds(onscreen.tag_score(n)) for n in (1, 2, 3)] == [False, True, True]
+    with pytest.raises(ValueError, match="frames"):
+        onscreen.tag_score(0)

@@ -9,9 +9,11 @@ runs ('+电电电+' 0.69) and CJK glyphs on rock walls and bookshelves, while th
 (statement.mp4's lower third) reads at 0.93-1.00. So a line is **legible** (:func:`legible`)
 only when it reads at :data:`MIN_CONFIDENCE` or more, at least :data:`MIN_LATIN_SHARE` of its
 characters are Latin letters or digits, and it has :data:`MIN_LETTERS` letters with a run of
-:data:`MIN_WORD_RUN` in a row (a word, not "104" or "E:0"). A scene's text is kept only when
-it **holds** (:func:`held_lines`): read legibly on :data:`MIN_FRAMES` of the keyframes read,
-the same line (:func:`same_line`) each time.
+:data:`MIN_WORD_RUN` in a row (a word, not "104" or "E:0"). A scene's text is asked about only
+when it **holds** (:func:`held_lines`, :func:`holds`): read legibly on :data:`MIN_FRAMES` of
+the keyframes read, the same line (:func:`same_line`) each time; a legible line read once is
+still recorded (a weaker ``text:`` tag, :func:`tag_score`), so that no negative showing it is
+drawn.
 
 **Matching.** The recognizer drops the spaces between Latin words and confuses "," with ".",
 so text is compared by its :func:`squashed` form: upper case, letters and digits only. A
@@ -123,19 +125,11 @@ class _Group:
     frames: set[int]
 
 
-def held_lines(readings: Sequence[Sequence[tuple[str, float]]], *,
-               min_frames: int = MIN_FRAMES) -> list[str]:
-    """The legible lines read on at least ``min_frames`` of the frames, each as its most
-    confident reading with whitespace runs collapsed, in first-seen order.
-
-    ``readings``: per frame, the OCR's ``(line, confidence)`` pairs. A scene read on fewer
-    frames than ``min_frames`` keeps nothing (text seen once may be a flash or a misread).
-
-    Raises:
-        ValueError: ``min_frames`` below 1.
-    """
-    if min_frames < 1:
-        raise ValueError(f"min_frames = {min_frames!r} must be >= 1")
+def read_lines(readings: Sequence[Sequence[tuple[str, float]]]) -> list[tuple[str, int]]:
+    """``(line, frames)`` for every legible line of ``readings`` (per frame, the OCR's
+    ``(line, confidence)`` pairs): readings of one line (:func:`same_line`) are grouped, each
+    given as its most confident reading with whitespace runs collapsed, with the number of
+    frames it was read on, in first-seen order."""
     groups: list[_Group] = []
     for index, lines in enumerate(readings):
         for text, confidence in lines:
@@ -148,7 +142,36 @@ def held_lines(readings: Sequence[Sequence[tuple[str, float]]], *,
             group.frames.add(index)
             if confidence > group.confidence:
                 group.text, group.confidence = " ".join(text.split()), confidence
-    return [g.text for g in groups if len(g.frames) >= min_frames]
+    return [(g.text, len(g.frames)) for g in groups]
+
+
+def held_lines(readings: Sequence[Sequence[tuple[str, float]]], *,
+               min_frames: int = MIN_FRAMES) -> list[str]:
+    """The legible lines read on at least ``min_frames`` of the frames (:func:`read_lines`).
+    A scene read on fewer frames than ``min_frames`` keeps nothing (text seen once may be a
+    flash or a misread).
+
+    Raises:
+        ValueError: ``min_frames`` below 1.
+    """
+    if min_frames < 1:
+        raise ValueError(f"min_frames = {min_frames!r} must be >= 1")
+    return [line for line, frames in read_lines(readings) if frames >= min_frames]
+
+
+def tag_score(frames: int) -> float:
+    """A ``text:`` tag's score: the share of :data:`READ_KEYFRAMES` frames its line was
+    read on. Text read once is still a tag (a negative showing it is refused), but only
+    :func:`holds` text is asked about."""
+    if frames < 1:
+        raise ValueError(f"frames = {frames!r} must be >= 1")
+    return min(1.0, frames / READ_KEYFRAMES)
+
+
+def holds(score: float) -> bool:
+    """Whether a ``text:`` tag of ``score`` (:func:`tag_score`) was read on
+    :data:`MIN_FRAMES` frames: text that holds, worth a question."""
+    return score * READ_KEYFRAMES >= MIN_FRAMES - 1e-6
 
 
 def is_text_tag(tag: str) -> bool:

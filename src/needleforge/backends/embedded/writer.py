@@ -35,8 +35,8 @@ term: the question quotes the same, one of the target's ``text:`` tags shows it,
 negative's text shows it (case, spaces and punctuation aside, one character in five wrong).
 
 The describer names a scene by its on-screen text when it has some that holds (a
-``text:`` tag, written by the representation only for legible text read on two keyframes)
-and that is not common in its video: the shortest quotable part (:func:`text_part`).
+``text:`` tag of legible text the representation read on two keyframes) and that is not
+common in its video: the shortest quotable part (:func:`text_part`).
 
 Both fail when there are no negatives, or when the description repeats a phrase of the
 target's subtitles that the tables do not back (subtitles are never the only evidence).
@@ -406,12 +406,13 @@ class EmbeddedDescriber:
 
 def text_part(view: TargetView) -> str | None:
     """The on-screen text a scene is best asked about, or None: the shortest part
-    (:func:`needleforge.scenes.onscreen.parts`) of the scene's text lines that no line common
-    in its video shows. Text comes first when a scene has it: a viewer reads it at a glance,
+    (:func:`needleforge.scenes.onscreen.parts`) of the scene's text that holds (read on two
+    keyframes, :func:`needleforge.scenes.onscreen.holds`) that no line common in its video
+    shows. Text comes first when a scene has it: a viewer reads it at a glance,
     the reader can read it again, and few other scenes show it (so negatives abound)."""
     common = [onscreen.text_of(t) for t in view.common_terms if onscreen.is_text_tag(t)]
     lines = dict.fromkeys(onscreen.text_of(t.tag) for t in view.tags
-                          if onscreen.is_text_tag(t.tag)
+                          if onscreen.is_text_tag(t.tag) and onscreen.holds(t.score)
                           and normalize(t.tag) not in view.common_terms)
     ranked = sorted((len(onscreen.squashed(p)), i, j, p) for i, line in enumerate(lines)
                     for j, p in enumerate(onscreen.parts(line)))
