@@ -41,6 +41,7 @@ from needleforge.records import Montage, ObjectTrack, Verification
 from needleforge.records.phrases import PERSON_WORDS, is_person
 from needleforge.review import build_items, judge_report, load_verdicts, question_key
 from needleforge.review.run import review_store
+from needleforge.scenes import onscreen
 from needleforge.scenes.palette import SHOT_WORDS
 from needleforge.store import Store
 from needleforge.studio.intercut import build_real_corpus
@@ -112,12 +113,12 @@ def yield_table(db: Path) -> None:
 
 def evidence_kind(description: str, target: ObjectTrack | None) -> str:
     """What a question's evidence is, for the yield by kind: ``people`` (a person is the
-    target or is named), ``shot`` (a whole-shot word a measure gave), ``text`` (on-screen
-    text), else ``object``."""
+    target or is named), ``shot`` (a whole-shot word a measure gave), ``text`` (quoted
+    on-screen text, :func:`needleforge.scenes.onscreen.quotes`), else ``object``."""
     lowered = description.lower()
     if any(word in lowered for word in SHOT_WORDS):
         return "shot"
-    if "text" in lowered and "'" in lowered:
+    if onscreen.quotes(description):
         return "text"
     if (target is not None and is_person(target.tag)) or any(
             w.strip(".,") in PERSON_WORDS for w in lowered.split()):

@@ -41,7 +41,13 @@ from needleforge.records import (
     Video,
 )
 from needleforge.records.phrases import is_person
-from needleforge.scenes import attach_subtitles, detect_scenes, read_subtitles, sample_keyframes
+from needleforge.scenes import (
+    attach_subtitles,
+    detect_scenes,
+    onscreen,
+    read_subtitles,
+    sample_keyframes,
+)
 from needleforge.scenes.bodies import BODY_TAG, body_share
 from needleforge.scenes.palette import MEASURE_NAME, MEASURE_VERSION, shot_words
 from needleforge.scenes.subtitles import Cue
@@ -66,6 +72,7 @@ class Models:
             out.append(f"{self.pose.name}@{self.pose.version}")
         if self.text_reader is not None:
             out.append(f"{self.text_reader.name}@{self.text_reader.version}")
+            out.append(f"{onscreen.RULE_NAME}@{onscreen.RULE_VERSION}")
         return out
 
 
@@ -91,7 +98,8 @@ def load_models(params: ObjectParams, *, registry: Registry, threads: int | None
         {"score_threshold": params.min_detection_score, **params.detector_options}))
     tagger = registry.create("tagger", params.tagger,
                              **options("tagger", params.tagger, dict(params.tagger_options)))
-    reader = registry.create("text_reader", "embedded") if params.ocr else None
+    reader = registry.create("text_reader", "embedded",
+                             det_limit_side_len=onscreen.READ_SIDE_PX) if params.ocr else None
     pose = EmbeddedPose(num_threads=threads or 1) if params.pose_people else None
     return Models(detector=detector, tagger=tagger, text_reader=reader, pose=pose)
 
@@ -319,11 +327,36 @@ def _spread(n: int, k: int | None) -> list[int]:
 
 
 def _ocr_tags(scene_id: str, frames: Sequence[Keyframe], reader: TextReader) -> list[SceneTag]:
-    """On-screen text of the scene's middle keyframe, as ``text:`` tags."""
-    middle = frames[len(frames) // 2]
-    lines = dict.fromkeys(line.strip() for line in reader.read(middle.image) if line.strip())
-    return [SceneTag(scene_id, f"text:{line}", 1.0, reader.name, reader.version)
-            for line in lines]
+    """On-screen text as ``text:<line>`` tags: the legible lines read on up to
+    :data:`~needleforge.scenes.onscreen.READ_KEYFRAMES` keyframes spread over the scene
+    (:func:`~needleforge.scenes.onscreen.read_lines`), scored by the share of those frames
+    they were read on (:func:`~needleforge.scenes.onscreen.tag_score`: only text read on
+    ``MIN_FRAMES`` holds; a line read once keeps negatives showing it out of the draw).
+
+    The middle one of those keyframes is read first, and the others only when it shows a
+    legible line: most scenes have no text, and one read instead of three keeps OCR's cost
+    to about a third. A scene of fewer keyframes than ``MIN_FRAMES`` is not read: its text
+    could never hold. A reader without confidences (no ``read_scored``) has each line
+    counted at 1.0."""
+    if len(frames) < onscreen.MIN_FRAMES:
+        return []
+    scored = getattr(reader, "read_scored", None)
+
+    def read(index: int) -> list[tuple[str, float]]:
+        image = frames[index].image
+        return (scored(image) if callable(scored)
+                else [(line, 1.0) for line in reader.read(image)])
+
+    order = _spread(len(frames), onscreen.READ_KEYFRAMES)
+    middle = order[len(order) // 2]
+    first = read(middle)
+    if not any(onscreen.legible(line, score) for line, score in first):
+        return []
+    readings = [first, *(read(i) for i in order if i != middle)]
+    return [SceneTag(scene_id, f"{onscreen.TEXT_PREFIX}{line}", onscreen.tag_score(count),
+                     reader.name,
+                     f"{reader.version}+{onscreen.RULE_NAME}@{onscreen.RULE_VERSION}")
+            for line, count in onscreen.read_lines(readings)]
 
 
 Step = Literal["scenes", "objects", "all"]

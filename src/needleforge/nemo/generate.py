@@ -75,6 +75,7 @@ from needleforge.records import (
 )
 from needleforge.records.attire import described_attire
 from needleforge.records.phrases import normalize
+from needleforge.scenes import onscreen
 from needleforge.scenes.palette import SHOT_WORDS, clearly_in_colour
 
 if TYPE_CHECKING:
@@ -299,7 +300,8 @@ def _acceptor(
     could be those), noting every probe refusal in ``rejected``; None when there is nothing
     to check."""
     own = {normalize(target.target_object.tag)} if target.target_object is not None else set()
-    named = excluded - own
+    # On-screen text is no detector label: the looking verifier reads it on the negatives.
+    named = {t for t in excluded - own if not onscreen.is_text_tag(t)}
     # Object needles have the probe's pixel checks (label, instance) for their own object.
     probe = backends.probe
     setup = backends.setup if target.target_object is None else None

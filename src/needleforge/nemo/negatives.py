@@ -8,9 +8,10 @@ Here a scene is a negative for a target when it
 * lasts at least ``min_negative_s`` (shorter flashes are hard to see and to cut),
 * holds none of the **excluded terms**, neither as a tag nor as an object label: every
   term the written question names (its description and text, read against the tables'
-  vocabulary), and for an object needle the object's label. A term "held" includes tags
-  that contain it as whole words (a ``tabby cat`` tag excludes a scene from a ``cat``
-  question), see :func:`needleforge.records.phrases.holds`.
+  vocabulary), every ``text:`` tag showing on-screen text it quotes
+  (:func:`needleforge.scenes.onscreen.shows`), and for an object needle the object's
+  label. A term "held" includes tags that contain it as whole words (a ``tabby cat`` tag
+  excludes a scene from a ``cat`` question), see :func:`needleforge.records.phrases.holds`.
 
 Negatives are chosen by **what the question says**, not by the target's top tags: on real
 footage a common label ("person": an arm, a hand, a poster) is among the top tags of nearly
@@ -51,6 +52,7 @@ from needleforge.records.phrases import (
     normalize,
     ranked_tags,
 )
+from needleforge.scenes import onscreen
 
 _EPS = 1e-9
 
@@ -61,7 +63,10 @@ def excluded_terms(target: Target, tables: SceneTables, *, text: str) -> frozens
     object needle its label, with every term inside one of those ("red car" holds "car").
     Colour and position words are attributes, not terms."""
     vocabulary = tables.vocabulary - ATTRIBUTE_WORDS
-    named = set(named_terms(text, vocabulary))
+    named = set(named_terms(onscreen.without_quotes(text), vocabulary))
+    # Quoted on-screen text: every text tag showing a quote (case, spaces, 1 in 5 wrong).
+    named |= {t for t in vocabulary if onscreen.is_text_tag(t)
+              and any(onscreen.shows(onscreen.text_of(t), q) for q in onscreen.quotes(text))}
     if target.target_object is not None:
         named.add(normalize(target.target_object.tag))
     # "red car" names a car too: every term inside a named one is excluded with it.

@@ -25,7 +25,12 @@ inputs than the ones that produced the claim (rules and thresholds: :mod:`.confi
    it, and on real footage it sees the same wrong class on every frame; a whole-shot word
    a measure gave ("black-and-white") is measured again on those frames
    (``measure-palette``, :mod:`needleforge.scenes.palette`), and then every frame of every
-   negative must be clearly in colour (``negative-palette``);
+   negative must be clearly in colour (``negative-palette``); quoted on-screen text
+   ("on-screen text reads 'JULY'") must be read again, legibly, on one of up to
+   :data:`TEXT_FRAMES` of those frames (``reread-text``, PP-OCRv4,
+   :mod:`needleforge.scenes.onscreen`), and then the reader may see it on none of up to
+   :data:`TEXT_FRAMES` frames of each negative, at any confidence it reports
+   (``negative-text``: text the tables missed, read once or misread there);
 4. no negative may show a named COCO label (``negative-redetect``: SSD x1.5 at
    ``negative_min_score`` on any of its frames; a person must show a pose), nor, when the
    question names people, a body pose anywhere in a frame (``negative-pose``, MoveNet on
@@ -38,9 +43,10 @@ inputs than the ones that produced the claim (rules and thresholds: :mod:`.confi
 
 A claim that no rule confirms fails as ``"unconfirmed: ..."`` listing what each rule saw; a
 rule that contradicts fails as ``"refused by <rule>: ..."``. No keyframes at all:
-``"unconfirmed: no frames to look at"``. Models (SSD x1.5, EfficientNet-Lite3, MoveNet) are
-built on first use, once per instance; detections and tags are cached per frame, since one
-scene serves as a negative of many montages. Not thread-safe (one instance per worker).
+``"unconfirmed: no frames to look at"``. Models (SSD x1.5, EfficientNet-Lite3, MoveNet,
+PP-OCRv4) are built on first use, once per instance; detections, tags and text read are
+cached per frame, since one scene serves as a negative of many montages. Not thread-safe
+(one instance per worker).
 
 **Measured.** The sample corpus (``make demo``'s studio, 103 questions, judged against its
 ground truth): the table verifier passed all 103, of which 57 name a label a negative also
@@ -65,6 +71,7 @@ from needleforge.backends.base import Keyframe
 from needleforge.backends.embedded import confirm as c
 from needleforge.backends.embedded.eyes import Eyes, Submit
 from needleforge.backends.embedded.labels import COCO_LABELS
+from needleforge.backends.embedded.ocr import EmbeddedTextReader
 from needleforge.backends.embedded.writer import (
     MIN_NAMEABLE_AREA,
     EmbeddedVerifier,
@@ -85,6 +92,7 @@ from needleforge.records.phrases import (
     number_word,
     plural,
 )
+from needleforge.scenes import onscreen
 from needleforge.scenes.palette import (
     MAX_CHROMA,
     NEGATIVE_MIN_CHROMA,
@@ -101,6 +109,9 @@ _COCO = frozenset(COCO_LABELS.values())
 #: when it finds the label's classes refused there, the SSD again at another scale is no
 #: second signal (a street's "sports ball" of 0.55 of the frame, redetected by the same SSD).
 CROP_DECIDES_AREA = 0.1
+#: Frames of a scene the text rules read (spread over the frames given): OCR costs ~0.2 s
+#: a frame, and a negative serves many montages (readings are cached per frame).
+TEXT_FRAMES = 3
 _COUNTS = {number_word(n): n for n in range(2, 13)} | {"several": MAX_EXACT_COUNT + 1}
 
 
@@ -143,6 +154,8 @@ class LookingVerifier(EmbeddedVerifier):
         self._negative_min = negative_min_score
         self._eyes = Eyes(models_dir=models_dir, num_threads=num_threads, cache=cache_frames,
                           min_score=min(c.REDETECT_MIN_SCORE, negative_min_score))
+        self._text = _TextEyes(models_dir=models_dir, num_threads=num_threads,
+                               cache=cache_frames)
 
     @property
     def name(self) -> str:
@@ -152,7 +165,7 @@ class LookingVerifier(EmbeddedVerifier):
     @property
     def version(self) -> str:
         """Bumped whenever a rule or threshold here or in :mod:`.confirm` changes."""
-        return "5"
+        return "6"
 
     def verify(self, request: VerifyRequest) -> Verdict:
         """Pass only when the tables pass, every claim is confirmed by a second signal on
@@ -181,6 +194,11 @@ class LookingVerifier(EmbeddedVerifier):
             if winner is None:
                 return Verdict(False, _failure(term, tried), unconfirmed=term)
             confirmed.append(winner)
+        for quote in onscreen.quotes(request.description):
+            found = self._text.reread(quote, target.scene.scene_id, frames)
+            if not found.confirmed:
+                return Verdict(False, _failure(quote, [found]))
+            confirmed.append(found)
         labels = sorted({t for t, _ in claims if t in _COCO})
         return self._negatives_verdict(request, labels, tables.reason, confirmed)
 
@@ -223,7 +241,8 @@ class LookingVerifier(EmbeddedVerifier):
         vocabulary = request.target.as_scene_view().terms
         for negative in request.negatives:
             vocabulary |= negative.terms
-        terms = set(named_terms(request.description, vocabulary - ATTRIBUTE_WORDS))
+        terms = set(named_terms(onscreen.without_quotes(request.description),
+                                vocabulary - ATTRIBUTE_WORDS))
         if request.target.target_object is not None:
             terms.add(normalize(request.target.target_object.tag))
         return [(t, _count(request.description, t)) for t in sorted(terms)]
@@ -302,6 +321,11 @@ class LookingVerifier(EmbeddedVerifier):
             refusal = _negative_palette(negative, self._claims(request))
             if refusal is not None:
                 return Verdict(False, refusal)
+        for quote in onscreen.quotes(request.description):
+            for negative in request.negatives:
+                refusal = self._text.negative_refusal(quote, negative)
+                if refusal is not None:
+                    return Verdict(False, refusal)
         attire = described_attire(f"{request.description}\n{request.question}", labels)
         for negative in request.negatives:
             refusal = self._negative_refusal(negative, labels, attire)
@@ -359,6 +383,68 @@ class LookingVerifier(EmbeddedVerifier):
             return (f"refused by negative-pose: negative {negative.scene.scene_id} shows a "
                     f"body pose ({count} keypoints) at t={frame.t_s:.2f} s")
         return None
+
+
+class _TextEyes:
+    """The OCR reader of the text rules, built on first use, its readings cached per frame
+    (a negative serves many montages; the same frame is read once)."""
+
+    def __init__(self, *, models_dir: Path | str | None, num_threads: int, cache: int) -> None:
+        self._models_dir, self._threads, self._cache = models_dir, num_threads, cache
+        self._reader: EmbeddedTextReader | None = None
+        self._read: dict[tuple[str, float], list[tuple[str, float]]] = {}
+
+    def lines(self, scene_id: str, frame: Keyframe) -> list[tuple[str, float]]:
+        """``(line, confidence)`` the reader gives for ``frame`` (confidence >= 0.5)."""
+        key = (scene_id, frame.t_s)
+        if key not in self._read:
+            if self._reader is None:
+                self._reader = EmbeddedTextReader(models_dir=self._models_dir,
+                                                  num_threads=self._threads)
+            if len(self._read) >= self._cache:
+                self._read.pop(next(iter(self._read)))
+            self._read[key] = self._reader.read_scored(frame.image)
+        return self._read[key]
+
+    def reread(self, quote: str, scene_id: str, frames: Sequence[Keyframe]) -> c.Confirmation:
+        """``reread-text``: the quote is read again, legibly
+        (:func:`needleforge.scenes.onscreen.legible`), on at least one of up to
+        :data:`TEXT_FRAMES` frames the writer did not use."""
+        looked = _spread(frames, TEXT_FRAMES)
+        held = [(k, line) for k in looked for line, score in self.lines(scene_id, k)
+                if onscreen.legible(line, score) and onscreen.shows(line, quote)]
+        seen = sorted({line for k in looked for line, _ in self.lines(scene_id, k)})
+        times = tuple(k.t_s for k in looked)
+        scores = tuple(float(any(k is f for f, _ in held)) for k in looked)
+        if held:
+            return c.Confirmation("confirmed", "reread-text", quote, times, scores,
+                                  f"{quote!r} read again as {held[0][1]!r} on "
+                                  f"{len({id(k) for k, _ in held})} of {len(looked)} frames")
+        return c.Confirmation("refused", "reread-text", quote, times, scores,
+                              f"{quote!r} not read legibly on {len(looked)} frames the writer "
+                              f"did not use (read: {seen or 'nothing'})")
+
+    def negative_refusal(self, quote: str, negative: SceneView) -> str | None:
+        """``negative-text``: a negative on one of whose frames (up to :data:`TEXT_FRAMES`)
+        the reader sees the quote, at any confidence it reports: a viewer could point there
+        too. Unreadable (no frames) is a refusal as well."""
+        sid = negative.scene.scene_id
+        if not negative.keyframes:
+            return f"unconfirmed: negative {sid} has no frames to look at"
+        for frame in _spread(negative.keyframes, TEXT_FRAMES):
+            for line, score in self.lines(sid, frame):
+                if onscreen.shows(line, quote):
+                    return (f"refused by negative-text: negative {sid} shows {line!r} "
+                            f"(confidence {score:.2f}) at t={frame.t_s:.2f} s, which reads "
+                            f"{quote!r}")
+        return None
+
+
+def _spread(frames: Sequence[Keyframe], most: int) -> list[Keyframe]:
+    """Up to ``most`` of ``frames``, spread evenly (centres of equal parts)."""
+    if len(frames) <= most:
+        return list(frames)
+    return [frames[int((i + 0.5) * len(frames) / most)] for i in range(most)]
 
 
 def _palette(term: str, frames: Sequence[Keyframe]) -> c.Confirmation:

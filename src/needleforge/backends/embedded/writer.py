@@ -26,10 +26,17 @@ Object needle — passes only when all hold:
    label and has a named colour and position (an object whose colour is unknown counts as a
    match), or when it is tagged with the label but has no tracked object to compare.
 
-Scene needle — passes only when the description names at least one vocabulary term (else
-there is no evidence to check), the target holds every term named, the question names the
-same terms, and no negative holds **any** of them (a negative showing one thing the question
-names is a second place a viewer could point at).
+Scene needle — passes only when the description names at least one vocabulary term or
+quotes on-screen text (else there is no evidence to check), the target holds every term
+named, the question names the same terms, and no negative holds **any** of them (a negative
+showing one thing the question names is a second place a viewer could point at). Quoted
+text ("on-screen text reads 'JULY'", :mod:`needleforge.scenes.onscreen`) is checked like a
+term: the question quotes the same, one of the target's ``text:`` tags shows it, and no
+negative's text shows it (case, spaces and punctuation aside, one character in five wrong).
+
+The describer names a scene by its on-screen text when it has some that holds (a
+``text:`` tag of legible text the representation read on two keyframes) and that is not
+common in its video: the shortest quotable part (:func:`text_part`).
 
 Both fail when there are no negatives, or when the description repeats a phrase of the
 target's subtitles that the tables do not back (subtitles are never the only evidence).
@@ -76,6 +83,7 @@ from needleforge.records.phrases import (
     term_spans,
     with_colour,
 )
+from needleforge.scenes import onscreen
 from needleforge.scenes.bodies import BODY_TAG
 from needleforge.scenes.palette import SHOT_WORDS
 
@@ -220,26 +228,57 @@ def verify_scene(request: VerifyRequest) -> Verdict:
     if failure is not None:
         return failure
     vocabulary = _vocabulary(request)
-    claims = named_terms(request.description, vocabulary)
-    if not claims:
+    claims = named_terms(onscreen.without_quotes(request.description), vocabulary)
+    texts = onscreen.quotes(request.description)
+    if not claims and not texts:
         return Verdict(False, f"no checkable evidence: the description names none of the "
-                              f"{len(vocabulary)} tags and labels of the montage's scenes")
+                              f"{len(vocabulary)} tags and labels of the montage's scenes "
+                              f"and quotes no on-screen text")
     target_terms = request.target.as_scene_view().terms
     missing = sorted(c for c in claims if not holds(target_terms, c))
     if missing:
         return Verdict(False, f"the target scene does not hold {_quoted(missing)}, named by "
                               f"the description")
-    asked = named_terms(request.question, vocabulary)
+    asked = named_terms(onscreen.without_quotes(request.question), vocabulary)
     if asked != claims:
         return Verdict(False, f"question names {_quoted(asked)} but the description names "
                               f"{_quoted(claims)}")
+    failure = _text_failure(request, texts)
+    if failure is not None:
+        return failure
     held = [(sorted(c for c in claims if holds(n.terms, c)), n.scene.scene_id)
             for n in request.negatives]
     shown = [f"negative {sid} also holds {_quoted(terms)}" for terms, sid in held if terms]
     if shown:
         return Verdict(False, f"ambiguous: {_listed(shown)}")
+    named = _quoted([*claims, *(f"text {t}" for t in texts)])
     return Verdict(True, f"unique: none of {len(request.negatives)} negatives holds any of "
-                         f"{_quoted(claims)}")
+                         f"{named}")
+
+
+def scene_text(view: SceneView | TargetView) -> list[str]:
+    """The on-screen text lines the tables hold for a scene (its ``text:`` tags)."""
+    return list(dict.fromkeys(onscreen.text_of(t.tag) for t in view.tags
+                              if onscreen.is_text_tag(t.tag)))
+
+
+def _text_failure(request: VerifyRequest, texts: Sequence[str]) -> Verdict | None:
+    """Why the quoted on-screen text does not tell the target apart, or None: the question
+    must quote the same text, the target's text must show every quote, and no negative's
+    text may show one (:func:`needleforge.scenes.onscreen.shows`: whitespace and case
+    aside, one character in five may differ)."""
+    asked = onscreen.quotes(request.question)
+    if asked != list(texts):
+        return Verdict(False, f"question quotes on-screen text {asked!r} but the description "
+                              f"quotes {list(texts)!r}")
+    lines = scene_text(request.target)
+    for quote in texts:
+        if onscreen.shown_by(lines, quote) is None:
+            return Verdict(False, f"the target scene's on-screen text {lines!r} does not show "
+                                  f"{quote!r}, quoted by the description")
+    shown = [f"negative {n.scene.scene_id} also shows text {line!r}" for n in request.negatives
+             for quote in texts if (line := onscreen.shown_by(scene_text(n), quote))]
+    return Verdict(False, f"ambiguous: {_listed(shown)}") if shown else None
 
 
 class EmbeddedDescriber:
@@ -351,9 +390,12 @@ class EmbeddedDescriber:
         # Whole-shot words a measure gave ("black-and-white"): they say what kind of scene.
         shot = " ".join(["a", *sorted(t for t in ranked if t in SHOT_WORDS), "scene"])
         tags = [t for t in ranked if t not in labels and t not in SHOT_WORDS
-                and t != BODY_TAG and (self._fine_tags or t in DETECTOR_WORDS)
-                ][: self._top_tags]
-        if objects and tags:
+                and t != BODY_TAG and not onscreen.is_text_tag(t)
+                and (self._fine_tags or t in DETECTOR_WORDS)][: self._top_tags]
+        quote = text_part(view)
+        if quote is not None:
+            clause = f"{shot} where {onscreen.phrase(quote)}"
+        elif objects and tags:
             clause = (f"{shot} with {join_words([p for _, p in objects])}, "
                       f"in a setting tagged {join_words(tags)}")
         elif objects:
@@ -368,6 +410,21 @@ class EmbeddedDescriber:
                         f"{sorted(view.common_terms) or 'nothing'})")
         template_id, text = choose_template("scene", key=view.scene.scene_id, seed=self._seed)
         return WrittenNeedle("scene", sentence(clause), text.format(scene=clause), template_id)
+
+
+def text_part(view: TargetView) -> str | None:
+    """The on-screen text a scene is best asked about, or None: the shortest part
+    (:func:`needleforge.scenes.onscreen.parts`) of the scene's text that holds (read on two
+    keyframes, :func:`needleforge.scenes.onscreen.holds`) that no line common in its video
+    shows. Text comes first when a scene has it: a viewer reads it at a glance,
+    the reader can read it again, and few other scenes show it (so negatives abound)."""
+    common = [onscreen.text_of(t) for t in view.common_terms if onscreen.is_text_tag(t)]
+    lines = dict.fromkeys(onscreen.text_of(t.tag) for t in view.tags
+                          if onscreen.is_text_tag(t.tag) and onscreen.holds(t.score)
+                          and normalize(t.tag) not in view.common_terms)
+    ranked = sorted((len(onscreen.squashed(p)), i, j, p) for i, line in enumerate(lines)
+                    for j, p in enumerate(onscreen.parts(line)))
+    return next((p for *_, p in ranked if onscreen.shown_by(common, p) is None), None)
 
 
 def _dressed(description: str, obj: ObjectTrack) -> str:
