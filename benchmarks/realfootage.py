@@ -34,7 +34,9 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from needleforge.config import Params
+import yaml
+
+from needleforge.config import Params, parse_params
 from needleforge.ingest import ingest
 from needleforge.pipeline import generate_store, represent_store
 from needleforge.records import Montage, ObjectTrack, Verification
@@ -169,11 +171,27 @@ def main() -> None:
                         help="corpus seeds (which shots the programs draw)")
     parser.add_argument("--verdicts", type=Path, default=VERDICTS)
     parser.add_argument("--sheets", action="store_true", help="draw contact sheets too")
+    parser.add_argument("--set", dest="overrides", action="append", default=[],
+                        metavar="SECTION.KEY=YAML",
+                        help="change one default for a trial, e.g. objects.ocr=true; the "
+                             "goals are judged at the defaults")
     args = parser.parse_args()
-    params = Params()  # needleforge's defaults: what a user gets without a params file
+    params = overridden(args.overrides)  # the defaults: what a user gets without params
     dbs = [run_seed(args.out / f"seed{seed}", params, seed=seed, sheets=args.sheets)
            for seed in args.seeds]
     judged(dbs, args.verdicts)
+
+
+def overridden(overrides: Sequence[str]) -> Params:
+    """needleforge's default params with ``SECTION.KEY=VALUE`` changes (VALUE read as YAML)."""
+    data: dict[str, dict[str, object]] = {}
+    for item in overrides:
+        key, sep, value = item.partition("=")
+        section, dot, name = key.partition(".")
+        if not sep or not dot or not section or not name:
+            raise SystemExit(f"--set {item!r}: expected SECTION.KEY=VALUE, e.g. objects.ocr=true")
+        data.setdefault(section, {})[name] = yaml.safe_load(value)
+    return parse_params(data, source="--set") if data else Params()
 
 
 def run_seed(out: Path, params: Params, *, seed: int, sheets: bool) -> Path:
