@@ -43,6 +43,7 @@ from needleforge.records import (
 from needleforge.records.phrases import is_person
 from needleforge.scenes import (
     attach_subtitles,
+    colour_cast,
     detect_scenes,
     onscreen,
     read_subtitles,
@@ -67,7 +68,8 @@ class Models:
     def fingerprint(self) -> list[str]:
         out = [f"{self.detector.name}@{self.detector.version}",
                f"{self.tagger.name}@{self.tagger.version}",
-               f"{MEASURE_NAME}@{MEASURE_VERSION}"]
+               f"{MEASURE_NAME}@{MEASURE_VERSION}",
+               f"{colour_cast.MEASURE_NAME}@{colour_cast.MEASURE_VERSION}"]
         if self.pose is not None:
             out.append(f"{self.pose.name}@{self.pose.version}")
         if self.text_reader is not None:
@@ -254,9 +256,13 @@ def _represent_scene(
                         min_label_keyframes=params.min_label_keyframes)
     tags = [SceneTag(scene_id, t.tag, t.score, *_tag_source(t, objects, models=models,
                                                              params=params)) for t in merged]
-    # Whole-shot words measured on the pixels (black-and-white footage): no model's guess.
+    # Whole-shot words measured on the pixels (black-and-white footage, a picture mostly one
+    # colour): no model's guess.
     tags += [SceneTag(scene_id, word, 1.0, MEASURE_NAME, MEASURE_VERSION)
              for word in shot_words([f.image for f in frames])]
+    tags += [SceneTag(scene_id, word, share, colour_cast.MEASURE_NAME,
+                      colour_cast.MEASURE_VERSION)
+             for word, share in colour_cast.cast_tags([f.image for f in frames])]
     if models.text_reader is not None:
         tags += _ocr_tags(scene_id, frames, models.text_reader)
     if models.pose is not None and not any(is_person(o.tag) for o in objects):

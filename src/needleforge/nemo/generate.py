@@ -75,8 +75,8 @@ from needleforge.records import (
 )
 from needleforge.records.attire import described_attire
 from needleforge.records.phrases import normalize
-from needleforge.scenes import onscreen
-from needleforge.scenes.palette import SHOT_WORDS, clearly_in_colour
+from needleforge.scenes import colour_cast, onscreen
+from needleforge.scenes.palette import BLACK_AND_WHITE, clearly_in_colour
 
 if TYPE_CHECKING:
     from needleforge.backends.embedded.eyes import Submit
@@ -294,7 +294,9 @@ def _acceptor(
     the target's own camera set-up (``backends.setup``), nor, when the question names a
     black-and-white scene, a frame a viewer could take for one
     (:func:`~needleforge.scenes.palette.clearly_in_colour`, the looking verifier's own rule,
-    on the frames it will look at); then probe each
+    on the frames it will look at), or when it names a colour cast ("a mostly orange
+    scene"), a frame that looks that colour
+    (:func:`~needleforge.scenes.colour_cast.looks_like`, the same rule); then probe each
     negative for the object's label and for everything else the question names
     (``excluded``; people it describes by their clothes, ``attire``, only in clothes that
     could be those), noting every probe refusal in ``rejected``; None when there is nothing
@@ -307,8 +309,11 @@ def _acceptor(
     setup = backends.setup if target.target_object is None else None
     if probe is not None and target.target_object is None and not named:
         probe = None
-    grey_shot = bool(excluded & SHOT_WORDS) and backends.keyframes is not None
-    if probe is None and setup is None and not grey_shot:
+    looked = backends.keyframes is not None
+    grey_shot = BLACK_AND_WHITE in excluded and looked
+    casts = sorted(colour_cast.family_of(t) for t in excluded & colour_cast.CAST_WORDS
+                   ) if looked else []
+    if probe is None and setup is None and not grey_shot and not casts:
         return None
 
     def accept(scene: Scene) -> bool:
@@ -317,6 +322,9 @@ def _acceptor(
             return False
         if grey_shot and not all(clearly_in_colour(k.image) for k in backends.frames(scene)):
             return False  # a viewer could take it for the black-and-white scene asked about
+        if casts and any(colour_cast.looks_like(k.image, colour)
+                         for k in backends.frames(scene) for colour in casts):
+            return False  # a viewer could take it for the mostly-one-colour scene asked about
         if probe is None:
             return True
         refusal: Refusal | None = probe.evidence(scene, target, named=named, attire=attire)

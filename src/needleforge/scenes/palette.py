@@ -33,10 +33,14 @@ from collections.abc import Sequence
 import numpy as np
 import numpy.typing as npt
 
+from needleforge.scenes.colour_cast import CAST_WORDS
+
 #: The scene tag a black-and-white shot gets (a term of the tables, named in questions).
 BLACK_AND_WHITE = "black-and-white"
-#: Words of this module that describers may name and verifiers confirm by measuring.
-SHOT_WORDS: frozenset[str] = frozenset({BLACK_AND_WHITE})
+#: Whole-shot words measured on pixels that describers may name ("a black-and-white scene",
+#: "a mostly orange scene") and verifiers confirm by measuring again: this module's and the
+#: colour casts of :mod:`needleforge.scenes.colour_cast`.
+SHOT_WORDS: frozenset[str] = frozenset({BLACK_AND_WHITE}) | CAST_WORDS
 #: Recorded as the tag's backend and version; bumped when the measure changes.
 MEASURE_NAME = "measure-palette"
 MEASURE_VERSION = "1"

@@ -25,7 +25,10 @@ inputs than the ones that produced the claim (rules and thresholds: :mod:`.confi
    it, and on real footage it sees the same wrong class on every frame; a whole-shot word
    a measure gave ("black-and-white") is measured again on those frames
    (``measure-palette``, :mod:`needleforge.scenes.palette`), and then every frame of every
-   negative must be clearly in colour (``negative-palette``); quoted on-screen text
+   negative must be clearly in colour (``negative-palette``); a colour cast ("a mostly
+   orange scene") likewise must hold on every one of those frames (``measure-colour-cast``,
+   :mod:`needleforge.scenes.colour_cast`), and no frame of a negative may look that colour
+   (``negative-colour-cast``, the widened hue range); quoted on-screen text
    ("on-screen text reads 'JULY'") must be read again, legibly, on one of up to
    :data:`TEXT_FRAMES` of those frames (``reread-text``, PP-OCRv4,
    :mod:`needleforge.scenes.onscreen`), and then the reader may see it on none of up to
@@ -92,7 +95,7 @@ from needleforge.records.phrases import (
     number_word,
     plural,
 )
-from needleforge.scenes import onscreen
+from needleforge.scenes import colour_cast, onscreen
 from needleforge.scenes.palette import (
     MAX_CHROMA,
     NEGATIVE_MIN_CHROMA,
@@ -165,7 +168,7 @@ class LookingVerifier(EmbeddedVerifier):
     @property
     def version(self) -> str:
         """Bumped whenever a rule or threshold here or in :mod:`.confirm` changes."""
-        return "6"
+        return "7"
 
     def verify(self, request: VerifyRequest) -> Verdict:
         """Pass only when the tables pass, every claim is confirmed by a second signal on
@@ -449,7 +452,10 @@ def _spread(frames: Sequence[Keyframe], most: int) -> list[Keyframe]:
 
 def _palette(term: str, frames: Sequence[Keyframe]) -> c.Confirmation:
     """``measure-palette``: a black-and-white claim holds when every frame the writer did not
-    use is colourless (:mod:`needleforge.scenes.palette`), measured again on those frames."""
+    use is colourless (:mod:`needleforge.scenes.palette`), measured again on those frames; a
+    colour cast when every one of them is mostly that colour (:func:`_cast`)."""
+    if term in colour_cast.CAST_WORDS:
+        return _cast(term, frames)
     scores = tuple(chroma_p99(k.image) for k in frames)
     times = tuple(k.t_s for k in frames)
     held = bool(scores) and all(black_and_white(k.image) for k in frames)
@@ -459,14 +465,47 @@ def _palette(term: str, frames: Sequence[Keyframe]) -> c.Confirmation:
                           f"(colourless under {MAX_CHROMA}, with contrast)")
 
 
+def _cast(term: str, frames: Sequence[Keyframe]) -> c.Confirmation:
+    """``measure-colour-cast``: "a mostly <colour> scene" holds when every frame is mostly
+    that colour (:func:`needleforge.scenes.colour_cast.mostly`), measured again."""
+    colour = colour_cast.family_of(term)
+    scores = tuple(colour_cast.cast_share(k.image, colour) for k in frames)
+    held = bool(scores) and min(scores) >= colour_cast.MIN_CAST_SHARE
+    shown = ", ".join(f"{v:.2f}" for v in scores)
+    return c.Confirmation("confirmed" if held else "refused", "measure-colour-cast", term,
+                          tuple(k.t_s for k in frames), scores,
+                          f"{colour} share of the picture {shown} on {len(scores)} frames "
+                          f"(mostly at >= {colour_cast.MIN_CAST_SHARE})")
+
+
+def _negative_cast(negative: SceneView, colour: str) -> str | None:
+    """``negative-colour-cast``: a negative with a frame a viewer could take for a mostly
+    ``colour`` one (:func:`needleforge.scenes.colour_cast.looks_like`)."""
+    for frame in negative.keyframes:
+        if colour_cast.looks_like(frame.image, colour):
+            share = colour_cast.cast_share(frame.image, colour, widened=True)
+            return (f"refused by negative-colour-cast: negative {negative.scene.scene_id} "
+                    f"looks {colour} at t={frame.t_s:.2f} s ({share:.2f} of its picture near "
+                    f"{colour}, at most {colour_cast.MAX_NEGATIVE_SHARE})")
+    return None
+
+
 def _negative_palette(negative: SceneView, claims: Sequence[tuple[str, int]]) -> str | None:
     """A negative with a frame not clearly in colour (:func:`clearly_in_colour`),
     when the question claims a black-and-white scene: the tables' word needs every keyframe
-    grey, a viewer needs only one nearly grey moment."""
+    grey, a viewer needs only one nearly grey moment; one with a frame that looks the colour
+    a claimed cast names (:func:`_negative_cast`)."""
     if not any(term in SHOT_WORDS for term, _ in claims):
         return None
     if not negative.keyframes:
         return f"unconfirmed: negative {negative.scene.scene_id} has no frames to look at"
+    for term, _ in claims:
+        if term in colour_cast.CAST_WORDS:
+            refusal = _negative_cast(negative, colour_cast.family_of(term))
+            if refusal is not None:
+                return refusal
+    if not any(term in SHOT_WORDS - colour_cast.CAST_WORDS for term, _ in claims):
+        return None
     for frame in negative.keyframes:
         if not clearly_in_colour(frame.image):
             return (f"refused by negative-palette: negative {negative.scene.scene_id} is not "
