@@ -87,7 +87,7 @@ class ObjectParams(_Section):
     min_tag_keyframes: Annotated[int, Field(ge=1)] = 2
     detector: Annotated[str, Field(min_length=1)] = "embedded"
     tagger: Annotated[str, Field(min_length=1)] = "embedded"
-    ocr: bool = False
+    ocr: bool = True
     pose_people: bool = True
     tag_keyframes_per_scene: Annotated[int, Field(ge=1)] | None = 3
     detector_options: dict[str, str | int | float | bool] = Field(default_factory=dict)

@@ -130,7 +130,7 @@ def test_a_tagger_that_only_returns_low_scores_gives_no_scene_words() -> None:
 def test_objects_params_defaults_and_validation() -> None:
     section = Params().objects
     assert isinstance(section, ObjectParams)
-    assert (section.detector, section.tagger, section.ocr) == ("embedded", "embedded", False)
+    assert (section.detector, section.tagger, section.ocr) == ("embedded", "embedded", True)
     assert parse_params({"objects": {"min_hits": 3}}).objects.min_hits == 3
     with pytest.raises(ParamsError, match=re.escape("unknown key 'objects.iou'")):
         parse_params({"objects": {"iou": 0.5}})
