@@ -19,6 +19,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from needleforge.config import DEFAULT_DB, PARAMS_HELP, RunnerParams, resolve_params
+from needleforge.debug_log import record
 from needleforge.errors import NeedleforgeError
 from needleforge.runners import add_runner_arguments, runner_from_args
 
@@ -80,10 +81,13 @@ def run_main(parser: argparse.ArgumentParser, run: Callable[[argparse.Namespace]
     """Parse ``argv`` (default: ``sys.argv``) and ``run`` the parsed arguments.
 
     A usage error exits with status 2 (argparse); so does a project error from ``run``,
-    printed as ``<prog>: error: <message>``.
+    printed as ``<prog>: error: <message>``. As the CLI does, an error with causes is logged
+    whole (:mod:`needleforge.debug_log`) and its line ends with where.
     """
     args = parser.parse_args(argv)
     try:
         run(args)
     except NeedleforgeError as err:
-        parser.exit(2, f"{parser.prog}: error: {err}\n")
+        logged = record(err, command=parser.prog)
+        details = f" (details: {logged})" if logged is not None else ""
+        parser.exit(2, f"{parser.prog}: error: {err}{details}\n")

@@ -26,6 +26,7 @@ from needleforge.backends import default_registry
 from needleforge.config import NemoParams, Params, RunnerParams, resolve_params
 from needleforge.nemo import build_backends, scan_scenes
 from needleforge.pipeline import GenerateOutcome, ScanJob, generate_store, record_scans, scan_jobs
+from needleforge.preflight import check_nemo
 from needleforge.records import SceneScan
 from needleforge.runners import default_task_runner, with_runner
 
@@ -45,9 +46,11 @@ def generate_flow(db: Path, params_path: Path | None = None) -> dict[str, int]:
     """Scan negatives per video, then generate short NeMo montages and questions into
     ``db``; returns counts."""
     params = resolve_params(params_path)
-    # The describer and verifier are built (and a model server asked whether it serves the
-    # model) before the scans, which take most of the stage: a wrong model id or a dead
-    # server fails in seconds, not after them. The generate task builds its own.
+    # Before the scans, which take most of the stage: the checks `needleforge nemo` makes
+    # first (a dead server or a wrong model id, a missing model folder: the CLI's message),
+    # then the describer and verifier built once (an unknown name, bad options) and dropped;
+    # the generate task builds its own.
+    check_nemo(params.nemo)
     build_backends(params.nemo, registry=default_registry())
     jobs = scan_jobs(db=db, params=params)
     futures = [scan_task.submit(job, params.nemo) for job in jobs]

@@ -23,6 +23,7 @@ from flows._cli import flow_parser, run_main, runner_of
 from needleforge.backends import default_registry
 from needleforge.config import Params, RunnerParams, resolve_params
 from needleforge.pipeline import JobRunner, represent_store
+from needleforge.preflight import check_objects
 from needleforge.records import Representation
 from needleforge.represent import (
     Models,
@@ -67,8 +68,15 @@ def represent_flow(
 ) -> dict[str, Any]:
     """Represent the videos of ``db`` that are not yet current; returns counts, and each
     video that failed as a failure (:class:`~needleforge.failures.StageFailure` dicts) and
-    by id (``failed_videos``)."""
+    by id (``failed_videos``).
+
+    The tagger's files (a RAM++ checkpoint, its sidecar Python) are checked first, as
+    ``needleforge represent`` checks them: a missing one fails the run at its start with the
+    CLI's message, not once in every video's task.
+    """
     params = resolve_params(params_path)
+    if step != "scenes":
+        check_objects(params.objects)
     outcome = represent_store(db=db, params=params, step=step,
                               run_jobs=_as_tasks(params, step))
     failed = len(outcome.failures)

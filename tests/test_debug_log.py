@@ -47,3 +47,49 @@ def test_the_default_log_is_in_the_cache_folder(tmp_path: Path,
     monkeypatch.delenv("NEEDLEFORGE_DEBUG_LOG")
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     assert log_path() == tmp_path / "needleforge" / "debug.log"
+
+
+def test_commands_outside_cli_py_log_their_causes_too(tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """``score`` (defined in cli_evaluate, as publish and pull are in cli_release) on a
+    predictions file that is not JSON: one line that ends with where the log is, and the log
+    holds the decoder's error the line leaves out, as for the commands of cli.py. Bad input
+    tried: a predictions line cut off after its opening brace."""
+    from typer.testing import CliRunner
+
+    from needleforge.cli import app
+    from tests.evaluate.eval_helpers import grounding_q, write_jsonl
+
+    log = tmp_path / "debug.log"
+    monkeypatch.setenv("NEEDLEFORGE_DEBUG_LOG", str(log))
+    questions = tmp_path / "questions.jsonl"
+    write_jsonl(questions, [grounding_q("g0", [[0.0, 8.0]])])
+    predictions = tmp_path / "model.jsonl"
+    predictions.write_text("{not json\n")
+    result = CliRunner().invoke(app, ["score", "--questions", str(questions),
+                                      "--predictions", str(predictions)])
+    assert result.exit_code == 2, result.output
+    lines = [line for line in result.output.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith(f"error: {predictions}:1: not valid JSON")
+    assert lines[0].endswith(f"(details: {log})") and "Traceback" not in result.output
+    text = log.read_text()
+    assert "needleforge score" in text and "json.decoder.JSONDecodeError" in text
+
+
+def test_a_flow_logs_an_error_with_causes_as_the_cli_does(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A flow's command line (``flows/_cli.run_main``) ends on a project error with the same
+    line as before plus where its causes went; an error without causes logs nothing."""
+    from flows._cli import flow_parser, run_main
+
+    log = tmp_path / "debug.log"
+    monkeypatch.setenv("NEEDLEFORGE_DEBUG_LOG", str(log))
+    parser = flow_parser(None)
+    parser.prog = "flow"
+    with pytest.raises(SystemExit) as exit_info:
+        run_main(parser, lambda _args: failing(), [])
+    assert exit_info.value.code == 2
+    assert capsys.readouterr().err == ("flow: error: checkpoint /w/ram.pth cannot be read "
+                                       f"(details: {log})\n")
+    assert "IndexError: pop from empty list" in log.read_text()

@@ -10,10 +10,8 @@ message then ends with. Commands that build model backends check them first
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Literal, ParamSpec, TypeVar
+from typing import Annotated, Literal
 
 import typer
 from rich.console import Console
@@ -21,9 +19,13 @@ from rich.console import Console
 from needleforge import __version__
 from needleforge.cli_evaluate import evaluate, leaderboard, score
 from needleforge.cli_release import publish, pull
-from needleforge.cli_support import counts_table, print_reason_groups, rejection_table
+from needleforge.cli_support import (
+    counts_table,
+    print_reason_groups,
+    rejection_table,
+    user_errors,
+)
 from needleforge.config import DEFAULT_DB, PARAMS_HELP, Params, resolve_params
-from needleforge.errors import NeedleforgeError
 
 app = typer.Typer(
     name="needleforge",
@@ -35,32 +37,14 @@ app = typer.Typer(
 console = Console()
 err_console = Console(stderr=True)
 
-P = ParamSpec("P")
-R = TypeVar("R")
-
 ParamsOption = Annotated[
     Path | None, typer.Option("--params", help=PARAMS_HELP, dir_okay=False)]
 DbOption = Annotated[Path, typer.Option("--db", help="DuckDB store.", dir_okay=False)]
 
 
-def _user_errors(func: Callable[P, R]) -> Callable[P, R]:
-    """Turn project errors into one red line and exit status 2 (no traceback); an error
-    with causes is logged whole, and the line says where."""
-
-    @functools.wraps(func)
-    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
-        try:
-            return func(*args, **kwargs)
-        except NeedleforgeError as err:
-            from needleforge.debug_log import record
-
-            logged = record(err, command=func.__name__)
-            details = f" (details: {logged})" if logged is not None else ""
-            err_console.print(f"[bold red]error:[/] {err}{details}", highlight=False,
-                              soft_wrap=True)
-            raise typer.Exit(code=2) from None
-
-    return wrapper
+#: One red line and exit 2 for a project error, its causes in the debug log (shared with the
+#: commands of cli_release and cli_evaluate, so every command reports alike).
+_user_errors = user_errors
 
 
 def _params(path: Path | None) -> Params:

@@ -2,8 +2,9 @@
 
 Kept apart from :mod:`needleforge.cli` so that module stays a list of thin commands: the
 refused-rows table (``ingest``, ``status``), the store summary table (``status``), skip and
-failure reasons grouped by kind (``nemo``, ``expand``) and the error wrapper of the commands
-defined in other modules (:mod:`needleforge.cli_release`, :mod:`needleforge.cli_evaluate`).
+failure reasons grouped by kind (``nemo``, ``expand``) and the error wrapper every command
+shares, wherever it is defined (:mod:`needleforge.cli`, :mod:`needleforge.cli_release`,
+:mod:`needleforge.cli_evaluate`).
 """
 
 from __future__ import annotations
@@ -66,8 +67,14 @@ def print_reason_groups(console: Console, what: str, reasons: list[tuple[str, st
 
 
 def user_errors(func: Callable[P, R]) -> Callable[P, R]:
-    """Turn project errors into one red line on stderr and exit status 2 (no traceback);
-    for commands defined outside :mod:`needleforge.cli` (which has its own copy)."""
+    """Turn project errors into one red line on stderr and exit status 2 (no traceback).
+
+    The one error wrapper of every command, those of :mod:`needleforge.cli` and those
+    defined elsewhere (:mod:`needleforge.cli_release`, :mod:`needleforge.cli_evaluate`): an
+    error with causes (a library's exception behind it) is logged whole
+    (:mod:`needleforge.debug_log`) and its line ends with where, so no command loses the
+    chain that its one line leaves out.
+    """
     import functools
 
     import typer
@@ -80,8 +87,12 @@ def user_errors(func: Callable[P, R]) -> Callable[P, R]:
         try:
             return func(*args, **kwargs)
         except NeedleforgeError as err:
-            Console(stderr=True).print(f"[bold red]error:[/] {err}", highlight=False,
-                                       soft_wrap=True)
+            from needleforge.debug_log import record
+
+            logged = record(err, command=func.__name__)
+            details = f" (details: {logged})" if logged is not None else ""
+            Console(stderr=True).print(f"[bold red]error:[/] {err}{details}",
+                                       highlight=False, soft_wrap=True)
             raise typer.Exit(code=2) from None
 
     return wrapper

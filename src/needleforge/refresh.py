@@ -4,8 +4,11 @@ The refresh flow (``flows/refresh.py``) wires the stages; this module holds what
 so the CLI, tests and the flow share one policy:
 
 - **Checks before any work** (:func:`preflight`): the manifest exists and parses, the params
-  load, the release name is valid and free, and — when publishing — the repository, tag and
-  DVC remote are usable. A scheduled run with a bad input fails in seconds, naming it.
+  load, the release name is valid and free, the model backends the params name can start
+  (:mod:`needleforge.preflight`: a model server answers, a checkpoint is one), and — when
+  publishing — the repository, tag and DVC remote are usable. A scheduled run with a bad
+  input fails in seconds, naming it; a dead model server fails the run even when nothing
+  turns out to be new, so it is found on the next run, not on the one that needs it.
 - **One refresh per store** (:func:`store_lock`): an exclusive lock file beside the DuckDB
   store; a second refresh started meanwhile fails at once, naming the holder, and touches
   nothing.
@@ -31,6 +34,7 @@ from needleforge.config import Params, load_params
 from needleforge.errors import RefreshError
 from needleforge.failures import StageFailure, summarize
 from needleforge.ingest import read_manifest
+from needleforge.preflight import check_nemo, check_objects
 from needleforge.release.build import RELEASE_NAME_RE
 from needleforge.release.history import BuildInfo, Fingerprint, fingerprint, latest_release
 from needleforge.store import Store
@@ -69,6 +73,9 @@ def preflight(*, manifest: Path, db: Path, releases: Path, name: str | None,
         ConfigError: the params file is bad.
         ReleaseError: publishing was asked and the repository, tag or DVC remote is not
             usable (see :func:`needleforge.release.publish.check_publish`).
+        BackendError: a model backend of the params cannot start: a dead model server, a
+            missing checkpoint or sidecar Python (:mod:`needleforge.preflight`), checked
+            here and not after ingesting and representing the new sources.
     """
     if not manifest.is_file():
         raise RefreshError(
@@ -78,6 +85,8 @@ def preflight(*, manifest: Path, db: Path, releases: Path, name: str | None,
             "`manifest:` in prefect.yaml); `make demo` builds data/studio/manifest.yaml.")
     read_manifest(manifest)  # whole-file problems raise ManifestError now, not after work
     params = load_params(params_path)
+    check_objects(params.objects)
+    check_nemo(params.nemo)
     if name is None:
         now = dt.datetime.now(dt.UTC)
         name = now.strftime(NAME_FORMAT)

@@ -173,7 +173,9 @@ def test_metadata_hidden_by_gitignore_is_refused_before_any_work(tmp_path: Path)
     assert state(repo) == before and not (repo / "releases" / f"{NAME}.dvc").exists()
 
 
-def test_data_never_pushed_is_an_error_not_an_empty_folder(tmp_path: Path) -> None:
+def test_data_never_pushed_is_an_error_not_an_empty_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A user tracks and tags a release by hand but forgets ``dvc push``."""
     repo = make_repo(tmp_path, remote=tmp_path / "storage")
     release = build(repo, tmp_path)
@@ -191,3 +193,11 @@ def test_data_never_pushed_is_an_error_not_an_empty_folder(tmp_path: Path) -> No
     with pytest.raises(ReleaseError, match="never pushed"):
         load_release(rev="v1", repo=clone, path=f"releases/{NAME}")
     assert release.is_dir()
+    # The command says it in one line and keeps DVC's own error in the debug log.
+    monkeypatch.setenv("NEEDLEFORGE_DEBUG_LOG", str(tmp_path / "debug.log"))
+    result = CliRunner().invoke(app, ["pull", "--rev", "v1", "--repo", str(clone), "--out",
+                                      str(out), "--path", f"releases/{NAME}"])
+    assert result.exit_code == 2 and "never pushed" in result.output, result.output
+    assert result.output.rstrip().endswith(f"(details: {tmp_path / 'debug.log'})")
+    chain = (tmp_path / "debug.log").read_text()  # behind the line: the remote's missing file
+    assert "FileNotFoundError" in chain and "DataIndexDirError" in chain and not out.exists()

@@ -58,7 +58,8 @@ class Store:
 
     Media paths are kept relative to the store file's folder (or absolute) and read back
     absolute (:mod:`~needleforge.store.paths`); opening for writing mends rows an older
-    needleforge kept relative to the folder it ran in.
+    needleforge kept relative to the folder it ran in, and scene tag rows it stored under the
+    tagger's and detector's names joined.
 
     Raises :class:`StoreError` when the file is not a DuckDB database, is locked by another
     writer, or was written by a newer needleforge (higher schema version).
@@ -79,6 +80,7 @@ class Store:
             self._migrate(read_only=read_only)
             if not read_only:
                 self._mend_legacy_paths()
+                self._mend_joined_tags()
         except BaseException:
             self._con.close()
             raise
@@ -174,6 +176,15 @@ class Store:
             with self.transaction() as con:
                 con.executemany("UPDATE videos SET stored_path = ?, subtitle_path = ? "
                                 "WHERE video_id = ?", fixes)
+
+    def _mend_joined_tags(self) -> None:
+        """Name the one model behind each scene tag row an older needleforge stored with the
+        tagger's and detector's names joined (:func:`~needleforge.store.representation.
+        split_joined_tag_sources`), in one transaction; most opens find none."""
+        if self._con.execute("SELECT 1 FROM scene_tags WHERE backend LIKE '%+%' "
+                             "LIMIT 1").fetchone() is not None:
+            with self.transaction() as con:
+                rep_rows.split_joined_tag_sources(con)
 
     # -- generic helpers -------------------------------------------------------------------
 

@@ -87,6 +87,74 @@ def _boxes_table(objects: Iterable[ObjectTrack]) -> pa.Table:
     return pa.table(cols)
 
 
+def split_joined_tag_sources(con: duckdb.DuckDBPyConnection) -> int:
+    """Give each scene tag row an older needleforge wrote with both models joined
+    (``backend = "<tagger>+<detector>"``, ``model_version = "<tagger's>+<detector's>"``) the
+    one model that gave it, as :func:`needleforge.represent._tag_source` now names it;
+    returns how many rows changed. Call inside a transaction.
+
+    The detector is known by the name and version its own object rows carry (the video's,
+    else any in the store): a row is the detector's when a track of its scene has the tag
+    (spaces and case folded) at exactly the row's score, else the tagger's, whose name and
+    version are what the joined pair holds before ``+<detector's>``. A row no stored
+    detector fits (a store holding no object at all) is left as it is: its two halves cannot
+    be told apart, as versions hold ``+`` too; representing its video again rewrites it.
+    """
+    rows = con.execute(
+        "SELECT t.scene_id, t.tag, t.score, t.backend, t.model_version, s.video_id "
+        "FROM scene_tags t JOIN scenes s USING (scene_id) WHERE t.backend LIKE '%+%'"
+    ).fetchall()
+    if not rows:
+        return 0
+    detectors = _stored_detectors(con)
+    tracks: dict[tuple[str, str], set[tuple[str, float]]] = defaultdict(set)
+    for scene_id, name, label, mean_score in con.execute(
+            "SELECT scene_id, backend, tag, mean_score FROM objects").fetchall():
+        tracks[scene_id, name].add((" ".join(label.split()).lower(), mean_score))
+    fixes = []
+    for scene_id, tag, score, backend, version, video_id in rows:
+        for name, detector_version in [*detectors.get(video_id, []), *detectors.get("", [])]:
+            source = _split_source(backend, version, name, detector_version)
+            if source is not None:
+                if (tag, score) in tracks[scene_id, name]:
+                    source = (name, detector_version)
+                fixes.append((scene_id, tag, backend, *source))
+                break
+    taken = set(con.execute("SELECT scene_id, tag, backend FROM scene_tags").fetchall())
+    fixes = [f for f in fixes if (f[0], f[1], f[3]) not in taken]
+    if fixes:
+        con.executemany("UPDATE scene_tags SET backend = ?, model_version = ? WHERE "
+                        "scene_id = ? AND tag = ? AND backend = ?",
+                        [(new, new_version, scene_id, tag, old)
+                         for scene_id, tag, old, new, new_version in fixes])
+    return len(fixes)
+
+
+def _stored_detectors(con: duckdb.DuckDBPyConnection) -> dict[str, list[tuple[str, str]]]:
+    """``video_id → [(backend, model_version)]`` of the object rows, and under ``""`` every
+    pair in the store."""
+    pairs = con.execute(
+        "SELECT DISTINCT s.video_id, o.backend, o.model_version FROM objects o "
+        "JOIN scenes s USING (scene_id) ORDER BY ALL").fetchall()
+    out: dict[str, list[tuple[str, str]]] = defaultdict(list)
+    for video_id, name, version in pairs:
+        out[video_id].append((name, version))
+        if (name, version) not in out[""]:
+            out[""].append((name, version))
+    return out
+
+
+def _split_source(backend: str, version: str, name: str, detector_version: str
+                  ) -> tuple[str, str] | None:
+    """The tagger's ``(name, version)`` of a joined pair whose second half is the detector
+    ``(name, detector_version)``; None when the pair does not end with that detector."""
+    name_tail, version_tail = f"+{name}", f"+{detector_version}"
+    if not (backend.endswith(name_tail) and version.endswith(version_tail)):
+        return None
+    tagger, tagger_version = backend[:-len(name_tail)], version[:-len(version_tail)]
+    return (tagger, tagger_version) if tagger and tagger_version else None
+
+
 def config_hashes(con: duckdb.DuckDBPyConnection) -> dict[str, str]:
     """``video_id → config_hash`` of every represented video (to skip finished work)."""
     return dict(con.execute("SELECT video_id, config_hash FROM representations").fetchall())
