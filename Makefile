@@ -69,8 +69,16 @@ $(DEV_STAMP): $(STAMP)
 	$(HEADLESS_CV2)
 	touch $(DEV_STAMP)
 
+# The demo states its budget (issue 33): DVC runs each stage line through
+# benchmarks/demo_cost.py as its SHELL, which logs the line's wall time, CPU seconds (its whole
+# process tree) and peak RSS to $(COST_LOG); the table is printed last, with the CPU's
+# instruction-set level and the detector's precision (also after a failed stage).
+COST_LOG := data/demo_cost.jsonl
+COST := $(PY) benchmarks/demo_cost.py report $(COST_LOG)
 demo: $(STAMP)
-	$(BIN)/dvc repro
+	rm -f $(COST_LOG)
+	NEEDLEFORGE_COST_LOG=$(abspath $(COST_LOG)) SHELL=$(abspath benchmarks/demo_cost.py) \
+		$(BIN)/dvc repro || { $(COST); exit 1; }
 	$(BIN)/needleforge status --db $(DEMO_DB)
 	@echo
 	@echo "baselines on the sample release (data/eval/leaderboard/leaderboard.md):"
@@ -85,6 +93,9 @@ demo: $(STAMP)
 	@echo "  baseline scores data/eval/ (predictions/, scores/, leaderboard/)"
 	@echo "  rendered montages data/render/<montage_id>.mp4 (scene-clip cache data/cache/clips/)"
 	@echo "  stage snapshots data/db/<stage>.duckdb; media store data/media/ (by sha256)"
+	@echo "  stage costs     $(COST_LOG) (benchmarks/demo_cost.py; docs/performance.md)"
+	@echo
+	@$(COST)
 
 lint: $(DEV_STAMP)
 	$(BIN)/ruff check src tests flows benchmarks

@@ -22,6 +22,7 @@ from pathlib import Path
 from prefect import flow, task
 
 from flows._cli import flow_parser, run_main
+from flows._progress import run_progress
 from needleforge.config import resolve_params
 from needleforge.evaluate import leaderboard, score_files
 from needleforge.evaluate.models import BASELINE_NAMES, answer_release, check_models, model_options
@@ -30,9 +31,10 @@ from needleforge.evaluate.models import BASELINE_NAMES, answer_release, check_mo
 @task(name="answer", retries=1)
 def answer_task(release: Path, name: str, options: dict[str, str], max_frames: int,
                 out: Path) -> Path:
-    return answer_release(name, options, questions=release / "questions.jsonl",
-                          release_dir=release, out=out / "predictions" / f"{name}.jsonl",
-                          max_frames=max_frames)
+    with run_progress(f"evaluate {name}", "answers") as report:
+        return answer_release(name, options, questions=release / "questions.jsonl",
+                              release_dir=release, out=out / "predictions" / f"{name}.jsonl",
+                              max_frames=max_frames, on_answer=report)
 
 
 @task(name="score")

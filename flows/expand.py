@@ -11,20 +11,24 @@ from pathlib import Path
 from prefect import flow, task
 
 from flows._cli import flow_parser, run_main
+from flows._progress import run_progress
 from needleforge.config import Params, resolve_params
 from needleforge.pipeline import expand_store, render_store
 
 
 @task(name="expand")
 def expand_task(db: Path, params: Params) -> dict[str, int]:
-    result = expand_store(db=db, params=params)
+    with run_progress("expand", "montage groups") as report:
+        result = expand_store(db=db, params=params, on_group=report)
     return {"montages": len(result.montages), "questions": len(result.questions),
             "passed": len(result.releasable()), "shortfalls": len(result.shortfalls)}
 
 
 @task(name="render", retries=1)
 def render_task(db: Path, out: Path, params: Params) -> int:
-    report = render_store(db=db, out=out, cache_dir=None, params=params)
+    with run_progress("render", "scene clips and montages") as progress:
+        report = render_store(db=db, out=out, cache_dir=None, params=params,
+                              on_step=progress)
     return sum(1 for m in report.montages if not m.skipped)
 
 

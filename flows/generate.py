@@ -22,6 +22,7 @@ from pathlib import Path
 from prefect import flow, task
 
 from flows._cli import flow_parser, run_main, runner_of
+from flows._progress import run_progress
 from needleforge.backends import default_registry
 from needleforge.config import NemoParams, Params, RunnerParams, resolve_params
 from needleforge.nemo import build_backends, scan_scenes
@@ -38,7 +39,8 @@ def scan_task(job: ScanJob, params: NemoParams) -> list[SceneScan]:
 
 @task(name="nemo-generate")
 def generate_task(db: Path, params: Params) -> GenerateOutcome:
-    return generate_store(db=db, params=params)
+    with run_progress("nemo", "target steps (plan, verdict)") as report:
+        return generate_store(db=db, params=params, on_step=report)
 
 
 @flow(name="generate", log_prints=True, task_runner=default_task_runner())
@@ -54,7 +56,11 @@ def generate_flow(db: Path, params_path: Path | None = None) -> dict[str, int]:
     build_backends(params.nemo, registry=default_registry())
     jobs = scan_jobs(db=db, params=params)
     futures = [scan_task.submit(job, params.nemo) for job in jobs]
-    scanned = sum(record_scans(db=db, scans=future.result()) for future in futures)
+    scanned = 0
+    with run_progress("negative-scan", "videos") as report:
+        for done, future in enumerate(futures, start=1):
+            scanned += record_scans(db=db, scans=future.result())
+            report(done, len(futures))
     print(f"negative check: {scanned} scene(s) scanned in {len(jobs)} video task(s)")
     result = generate_task(db, params).result
     counts = {"montages": len(result.montages), "questions": len(result.questions),

@@ -19,21 +19,23 @@ schedule with ``--serve "0 3 * * 1"`` (needs a Prefect server), or deploy ``pref
 from __future__ import annotations
 
 import argparse
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from prefect import flow, task
 
 from flows._cli import flow_parser, run_main
+from flows._progress import run_progress
 from flows.generate import generate_flow
 from flows.ingest import ingest_flow
 from flows.render import render_flow
 from flows.represent import represent_flow
 from needleforge import artifacts, pipeline
-from needleforge.config import DEFAULT_DB
+from needleforge.config import DEFAULT_DB, Params
 from needleforge.failures import StageFailure
-from needleforge.quality import QualityError
+from needleforge.nemo import ExpansionResult
+from needleforge.quality import GateResult, QualityError
 from needleforge.refresh import (
     RefreshPlan,
     decide,
@@ -44,14 +46,31 @@ from needleforge.refresh import (
     represent_failures,
     store_lock,
 )
+from needleforge.release import ReleaseReport
+from needleforge.release.history import Fingerprint
 from needleforge.release.publish import publish_again_hint
 from needleforge.runners import with_runner
 
-expand_task = task(name="expand")(pipeline.expand_store)
-release_task = task(name="release")(pipeline.release_store)
 publish_task = task(name="publish")(publish_again_hint)
 
 
+@task(name="expand")
+def expand_task(db: Path, params: Params) -> ExpansionResult:
+    with run_progress("expand", "montage groups") as report:
+        return pipeline.expand_store(db=db, params=params, on_group=report)
+
+
+@task(name="release")
+def release_task(
+    *, db: Path, name: str, out_root: Path, render_dir: Path, params: Params,
+    previous: Path | None, earlier: Sequence[Path], on_gate: Callable[[GateResult], None],
+    failures: Sequence[StageFailure], inputs: Fingerprint,
+) -> ReleaseReport:
+    with run_progress(f"release {name}", "build steps") as report:
+        return pipeline.release_store(
+            db=db, name=name, out_root=out_root, render_dir=render_dir, params=params,
+            previous=previous, earlier=earlier, on_gate=on_gate, failures=failures,
+            inputs=inputs, on_step=report)
 def _refresh(plan: RefreshPlan, previous: Path | None) -> tuple[artifacts.RunSummary,
                                                                  dict[str, int]]:
     runner, title = plan.params.runner, f"Refresh {plan.name}"

@@ -20,6 +20,7 @@ from typing import Any
 from prefect import flow
 
 from flows._cli import flow_parser, run_main
+from flows._progress import run_progress
 from needleforge import artifacts, pipeline
 from needleforge.config import resolve_params
 
@@ -38,10 +39,12 @@ def release_flow(
     """
     params = resolve_params(params_path)
     prev = previous or pipeline.previous_release(out, name=name)
-    report = pipeline.release_store(
-        db=db, name=name, out_root=out, render_dir=render_dir, params=params, previous=prev,
-        vnbench_dir=vnbench_dir, earlier=pipeline.earlier_releases(out, name=name),
-        overwrite=overwrite, on_gate=artifacts.post_gate)
+    with run_progress(f"release {name}", "build steps") as progress:
+        report = pipeline.release_store(
+            db=db, name=name, out_root=out, render_dir=render_dir, params=params,
+            previous=prev, vnbench_dir=vnbench_dir,
+            earlier=pipeline.earlier_releases(out, name=name), overwrite=overwrite,
+            on_gate=artifacts.post_gate, on_step=progress)
     reason = f"released {name}" + (f" (changelog against {prev.name})" if prev else "")
     artifacts.post(artifacts.RunSummary(f"Release {name}", reason, report,
                                         previous=prev.name if prev else None),

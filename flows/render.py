@@ -17,10 +17,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TypeVar
 
 from prefect import flow, task
 
 from flows._cli import flow_parser, run_main, runner_of
+from flows._progress import run_progress
 from needleforge.config import RenderParams, RunnerParams, resolve_params
 from needleforge.media.cache import ClipResult, ClipSpec
 from needleforge.montage_render import (
@@ -33,8 +35,11 @@ from needleforge.montage_render import (
     plan_render,
 )
 from needleforge.pipeline import render_inputs
+from needleforge.progress import Steps
 from needleforge.records import Montage, Scene, Video
 from needleforge.runners import default_task_runner, with_runner
+
+_T = TypeVar("_T")
 
 
 @task(name="encode-scene-clips", retries=1)
@@ -71,17 +76,27 @@ def render_flow(db: Path, out: Path, cache_dir: Path | None = None,
     scenes, videos = stored.scenes_by_id, stored.videos_by_id
     plan = plan_render(stored.montages, scenes_by_id=scenes, videos_by_id=videos,
                        out_dir=out, cache_dir=cache, params=profile)
-    # Every batch of a wave is submitted before any result is awaited.
-    encoded = [f.result() for f in [encode_clips_task.submit(batch, cache, profile)
-                                    for batch in batches(list(plan.owners), workers=workers)]]
-    joined = [f.result() for f in [
-        join_montages_task.submit(
-            batch, *batch_sources(batch, scenes_by_id=scenes, videos_by_id=videos),
-            out, cache, profile)
-        for batch in batches([j.montage for j in plan.todo], workers=workers)]]
+    clip_batches = batches(list(plan.owners), workers=workers)
+    montage_batches = batches([j.montage for j in plan.todo], workers=workers)
+    with run_progress("render", "task batches") as report:
+        done = Steps(len(clip_batches) + len(montage_batches), report)
+        # Every batch of a wave is submitted before any result is awaited.
+        encoded = [_counted(f.result(), done) for f in [
+            encode_clips_task.submit(batch, cache, profile) for batch in clip_batches]]
+        joined = [_counted(f.result(), done) for f in [
+            join_montages_task.submit(
+                batch, *batch_sources(batch, scenes_by_id=scenes, videos_by_id=videos),
+                out, cache, profile)
+            for batch in montage_batches]]
     counts = batch_counts(plan, [clip for batch in encoded for clip in batch], joined)
     print(f"rendered {counts}")
     return counts
+
+
+def _counted(result: _T, steps: Steps) -> _T:
+    """``result`` of a batch, counted as one step."""
+    steps()
+    return result
 
 
 def run_render(db: Path, out: Path, cache_dir: Path | None = None,

@@ -20,6 +20,7 @@ from typing import Any
 from prefect import flow, task
 
 from flows._cli import flow_parser, run_main, runner_of
+from flows._progress import run_progress
 from needleforge.backends import default_registry
 from needleforge.config import Params, RunnerParams, resolve_params
 from needleforge.pipeline import JobRunner, represent_store
@@ -77,8 +78,9 @@ def represent_flow(
     params = resolve_params(params_path)
     if step != "scenes":
         check_objects(params.objects)
-    outcome = represent_store(db=db, params=params, step=step,
-                              run_jobs=_as_tasks(params, step))
+    with run_progress("represent" if step == "all" else step, "videos") as report:
+        outcome = represent_store(db=db, params=params, step=step, on_video=report,
+                                  run_jobs=_as_tasks(params, step))
     failed = len(outcome.failures)
     print(f"represented {outcome.represented} video(s), {failed} failed")
     return {"represented": outcome.represented, "skipped": outcome.current, "failed": failed,

@@ -11,13 +11,15 @@ from pathlib import Path
 from prefect import flow, task
 
 from flows._cli import flow_parser, run_main
+from flows._progress import run_progress
 from needleforge.config import Params, resolve_params
 from needleforge.pipeline import vnbench_store
 
 
 @task(name="vnbench-build")
 def vnbench_task(db: Path, out: Path, params: Params) -> dict[str, int]:
-    result = vnbench_store(db=db, out=out, cache_dir=None, params=params)
+    with run_progress("vnbench", "haystacks and samples") as report:
+        result = vnbench_store(db=db, out=out, cache_dir=None, params=params, on_step=report)
     return {"samples": len(result.samples), "questions": len(result.questions),
             "skipped": len(result.skipped)}
 

@@ -27,6 +27,14 @@ from needleforge.store import Store
 runner = CliRunner()
 
 
+def counted(stderr: str, stage: str, unit: str) -> int:
+    """How many ``unit`` the stage's last progress line counts (stderr is no TTY here)."""
+    found = re.search(rf"^{re.escape(stage)}: done, (\d+)/(\d+) {re.escape(unit)} in \d+ s$",
+                      stderr, re.MULTILINE)
+    assert found and found.group(1) == found.group(2), stderr
+    return int(found.group(1))
+
+
 @pytest.fixture(scope="module")
 def corpus_db(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     """A one-program studio corpus (2 × 45 s, 640x360), ingested and represented."""
@@ -59,6 +67,7 @@ def test_nemo_and_render_from_the_cli(corpus_db: tuple[Path, Path], tmp_path: Pa
         questions = store.questions()
         verdicts = {v.question_id: v for v in store.verifications()}
         before = store.query("SELECT * FROM montage_segments ORDER BY ALL")
+    assert counted(result.stderr, "nemo", "target steps (plan, verdict)") > 0
     assert questions and montages and all(q.question_id in verdicts for q in questions)
     assert {q.needle_type for q in questions} == {"object", "scene"}
     studio_labels = {"person", "cat", "cup", "motorcycle"}
@@ -89,6 +98,7 @@ def test_nemo_and_render_from_the_cli(corpus_db: tuple[Path, Path], tmp_path: Pa
     rendered = runner.invoke(app, ["render", "--db", str(db), "--out", str(out),
                                    "--params", str(params)])
     assert rendered.exit_code == 0, rendered.output
+    assert counted(rendered.stderr, "render", "scene clips and montages") > len(montages)
     for montage in montages.values():
         with av.open(str(out / f"{montage.montage_id}.mp4")) as container:
             stream = container.streams.video[0]
@@ -134,6 +144,7 @@ def test_expand_from_the_cli(corpus_db: tuple[Path, Path]) -> None:
     result = runner.invoke(app, ["expand", "--db", str(db), "--params", str(params)])
     assert result.exit_code == 0, result.output
     assert "| Short (< 2.5 min) | Single-Needle |" in result.output
+    assert counted(result.stderr, "expand", "montage groups") > 0
     with Store(db, read_only=True) as store:
         montages = store.montages()
         before = store.query("SELECT * FROM montage_segments ORDER BY ALL")
@@ -166,6 +177,7 @@ def test_vnbench_from_the_cli(corpus_db: tuple[Path, Path], tmp_path: Path) -> N
                                  "--params", str(params)])
     assert result.exit_code == 0, result.output
     records = [json.loads(line) for line in (out / "questions.jsonl").read_text().splitlines()]
+    assert counted(result.stderr, "vnbench", "haystacks and samples") > len(records) // 4
     tasks = {r["task"] for r in records}
     assert {"ret_edit1", "ord_insert1", "cnt_edit2"} <= tasks
     by_sample: dict[str, list[int]] = {}
@@ -187,6 +199,7 @@ def test_validate_and_release_from_the_cli(corpus_db: tuple[Path, Path], tmp_pat
                  ["validate", "--db", str(db), "--out", str(tmp_path / "quality")]):
         result = runner.invoke(app, [*args, "--params", str(params)])
         assert result.exit_code == 0, result.output
+    assert counted(result.stderr, "validate", "gate steps") == 12
     assert (tmp_path / "quality" / "quality" / "index.html").is_file()
     manifests = []
     for _ in range(2):
@@ -195,6 +208,7 @@ def test_validate_and_release_from_the_cli(corpus_db: tuple[Path, Path], tmp_pat
                                      str(tmp_path / "render"), "--overwrite",
                                      "--params", str(params)])
         assert result.exit_code == 0, result.output
+        assert counted(result.stderr, "release t1", "build steps") == 7
         manifests.append(json.loads((tmp_path / "releases" / "t1" / "manifest.json").read_text()))
     # build.json and the Data Docs pages record when the build ran (their paths carry the run
     # time), so they are marked per_build; everything else is the same bytes on a rebuild

@@ -26,6 +26,7 @@ from needleforge.cli_support import (
     user_errors,
 )
 from needleforge.config import DEFAULT_DB, PARAMS_HELP, Params, resolve_params
+from needleforge.progress import StageProgress
 
 app = typer.Typer(
     name="needleforge",
@@ -115,8 +116,6 @@ Step = Literal["scenes", "objects", "all"]
 
 
 def _represent(db: Path, params_path: Path | None, step: Step) -> None:
-    from rich.progress import Progress
-
     from needleforge.preflight import check_objects
 
     params = _params(params_path)
@@ -124,11 +123,8 @@ def _represent(db: Path, params_path: Path | None, step: Step) -> None:
         check_objects(params.objects)
     from needleforge.pipeline import represent_store
 
-    with Progress(console=console, transient=True) as progress:
-        bar = progress.add_task(f"{step}: representing videos", total=None)
-        outcome = represent_store(
-            db=db, params=params, step=step,
-            on_video=lambda done, total: progress.update(bar, completed=done, total=total))
+    with StageProgress(step if step != "all" else "represent", "videos") as report:
+        outcome = represent_store(db=db, params=params, step=step, on_video=report)
     counts = outcome.counts
     console.print(
         f"{step}: {outcome.represented} video(s) represented, {outcome.current} already "
@@ -174,8 +170,8 @@ def nemo(db: DbOption = DEFAULT_DB, params_path: ParamsOption = None) -> None:
         check_nemo(params.nemo)
     from needleforge.pipeline import generate_store
 
-    with console.status("writing and verifying NeMo questions…"):
-        outcome = generate_store(db=db, params=params)
+    with StageProgress("nemo", "target steps (plan, verdict)") as report:
+        outcome = generate_store(db=db, params=params, on_step=report)
     result, cost = outcome.result, outcome.probe_cost
     passed = len(result.releasable())
     console.print(
@@ -204,8 +200,8 @@ def expand(db: DbOption = DEFAULT_DB, params_path: ParamsOption = None) -> None:
     from needleforge.store import Store
 
     params = _params(params_path)
-    with console.status("expanding montages…"):
-        result = expand_store(db=db, params=params)
+    with StageProgress("expand", "montage groups") as report:
+        result = expand_store(db=db, params=params, on_group=report)
     with Store(db, read_only=True) as store:
         table = benchmark_table(store.montages(), store.questions())
     console.print(
@@ -241,8 +237,9 @@ def vnbench(
     from needleforge.pipeline import vnbench_store
 
     params = _params(params_path)
-    with console.status("building VNBench samples…"):
-        result = vnbench_store(db=db, out=out, cache_dir=cache_dir, params=params)
+    with StageProgress("vnbench", "haystacks and samples") as report:
+        result = vnbench_store(db=db, out=out, cache_dir=cache_dir, params=params,
+                               on_step=report)
     console.print(f"vnbench: {len(result.samples)} sample(s) × 4 rotations → "
                   f"{len(result.questions)} question record(s) in {out}; "
                   f"{len(result.skipped)} skipped")
@@ -269,8 +266,9 @@ def render(
     from needleforge.pipeline import render_store
 
     params = _params(params_path)
-    with console.status("rendering montages…"):
-        report = render_store(db=db, out=out, cache_dir=cache_dir, params=params)
+    with StageProgress("render", "scene clips and montages") as progress:
+        report = render_store(db=db, out=out, cache_dir=cache_dir, params=params,
+                              on_step=progress)
     skipped = sum(1 for m in report.montages if m.skipped)
     console.print(
         f"rendered {len(report.montages) - skipped} montage(s) into {out} ({skipped} already "
@@ -296,9 +294,9 @@ def validate(
     """Run the Great Expectations quality gate; exit 1 listing every failing expectation."""
     from needleforge.pipeline import run_checks
 
-    with console.status("validating with Great Expectations…"):
+    with StageProgress("validate", "gate steps") as report:
         result = run_checks(db=db, out=out, params=_params(params_path), questions=questions,
-                            release_dir=release_dir)
+                            release_dir=release_dir, on_step=report)
     console.print(result.to_text(), highlight=False, markup=False)
     if not result.passed:
         raise typer.Exit(code=1)
@@ -328,10 +326,11 @@ def release(
     """Export verified questions, plans, videos, card, exports and a manifest, gated by GX."""
     from needleforge.pipeline import release_store
 
-    with console.status(f"building and validating release {name}…"):
+    with StageProgress(f"release {name}", "build steps") as progress:
         report = release_store(db=db, name=name, out_root=out, render_dir=render_dir,
                                params=_params(params_path), previous=previous,
-                               vnbench_dir=vnbench, earlier=earlier or [], overwrite=overwrite)
+                               vnbench_dir=vnbench, earlier=earlier or [], overwrite=overwrite,
+                               on_step=progress)
     console.print(report.summary(), highlight=False, markup=False)
 
 
@@ -359,15 +358,11 @@ def review(
     = None,
 ) -> None:
     """Contact sheets to judge NeMo questions by eye, and the human verdicts' report."""
-    from rich.progress import Progress
-
     from needleforge.review import review_store
 
-    with Progress(console=console, transient=True) as progress:
-        bar = progress.add_task("drawing contact sheets", total=None)
-        outcome = review_store(
-            db, out, verdicts_path=verdicts, all_buckets=all_buckets, limit=limit,
-            on_sheet=lambda done, total: progress.update(bar, completed=done, total=total))
+    with StageProgress("review", "contact sheets") as report:
+        outcome = review_store(db, out, verdicts_path=verdicts, all_buckets=all_buckets,
+                               limit=limit, on_sheet=report)
     console.print(f"review: {len(outcome.sheets)} contact sheet(s) in {out}; index "
                   f"{outcome.index}; verdict template {outcome.template}", highlight=False)
     if outcome.missing_frames:

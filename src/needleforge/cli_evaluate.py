@@ -18,6 +18,7 @@ from rich.console import Console
 from needleforge.cli_support import user_errors
 from needleforge.config import PARAMS_HELP, resolve_params
 from needleforge.errors import EvaluationError
+from needleforge.progress import StageProgress
 
 console = Console()
 
@@ -54,16 +55,19 @@ def evaluate(
     max_frames = frames if max_frames is None else max_frames
     options = parse_options(option)
     questions = questions or release_dir / "questions.jsonl"
-    if out is not None:
-        if len(model) != 1 or out_dir is not None:
-            raise EvaluationError("--out names the file of one model; with several "
-                                  "--model use --out-dir")
-        written = [answer_release(model[0], options, questions=questions,
-                                  release_dir=release_dir, out=out, max_frames=max_frames)]
-    else:
-        written = answer_models(model, options, questions=questions, release_dir=release_dir,
-                                out_dir=out_dir or release_dir / "predictions",
-                                max_frames=max_frames)
+    if out is not None and (len(model) != 1 or out_dir is not None):
+        raise EvaluationError("--out names the file of one model; with several --model use "
+                              "--out-dir")
+    with StageProgress("evaluate", f"answers ({len(model)} model(s))") as report:
+        if out is not None:
+            written = [answer_release(model[0], options, questions=questions,
+                                      release_dir=release_dir, out=out, max_frames=max_frames,
+                                      on_answer=report)]
+        else:
+            written = answer_models(model, options, questions=questions,
+                                    release_dir=release_dir,
+                                    out_dir=out_dir or release_dir / "predictions",
+                                    max_frames=max_frames, on_answer=report)
     for name, path in zip(model, written, strict=True):
         console.print(f"predictions of {name} in {path}", highlight=False)
 

@@ -27,7 +27,7 @@ import hashlib
 import json
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
+from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from pathlib import Path
 from typing import TypeVar
 
@@ -36,6 +36,7 @@ from needleforge.errors import MediaError
 from needleforge.media.cache import CACHE_VERSION, ClipResult, ClipSpec, SceneClipCache
 from needleforge.media.join import OFFSET_TOL_S, Piece, RenderedVideo, render_montage
 from needleforge.media.outputs import sweep_scratch, write_text_atomic, writing
+from needleforge.progress import OnCount, Steps
 from needleforge.records import Montage, Scene, Video
 
 _T = TypeVar("_T")
@@ -104,8 +105,12 @@ def render_montages(
     out_dir: Path,
     cache_dir: Path,
     params: RenderParams,
+    on_step: OnCount | None = None,
 ) -> RenderReport:
     """Render every montage to ``<out_dir>/<montage_id>.mp4`` (see module docstring).
+
+    ``on_step(done, total)`` is called as each scene clip is ready and each montage joined
+    (``total``: the clips the montages to render need, and those montages).
 
     Raises :class:`MediaError` naming the montage and segment when a segment's scene or video
     is unknown, crosses its scene's end, or starts at a non-integer offset into its scene,
@@ -119,10 +124,12 @@ def render_montages(
     plan = plan_render(montages, scenes_by_id=scenes_by_id, videos_by_id=videos_by_id,
                        out_dir=out_dir, cache_dir=cache_dir, params=params)
     cache = SceneClipCache(cache_dir, profile=params)
+    step = Steps(len(plan.owners) + len(plan.todo), on_step)
     with writing(out_dir, what="render"):
-        clips = _parallel(cache.ensure, list(plan.owners), workers=params.workers)
+        clips = _parallel(cache.ensure, list(plan.owners), workers=params.workers,
+                          on_done=step)
         renders = _parallel(lambda job: _render_one(job, clips, out_dir=out_dir, params=params),
-                            plan.todo, workers=params.workers)
+                            plan.todo, workers=params.workers, on_done=step)
     rows = {job.montage.montage_id: _row(job, renders[job], clips, plan.owners)
             for job in plan.todo}
     results = tuple(rows.get(j.montage.montage_id) or _skipped(j, out_dir) for j in plan.jobs)
@@ -335,19 +342,24 @@ def check_sources(
                              f"{spec.source} not found (needed by montage {montage_id})")
 
 
-def _parallel(fn: Callable[[_T], _U], items: Sequence[_T], *, workers: int) -> dict[_T, _U]:
-    """``{item: fn(item)}`` over a thread pool; the first exception cancels the rest."""
+def _parallel(fn: Callable[[_T], _U], items: Sequence[_T], *, workers: int,
+              on_done: Callable[[], None] | None = None) -> dict[_T, _U]:
+    """``{item: fn(item)}`` over a thread pool; the first exception cancels the rest.
+    ``on_done()`` is called on this thread as each item finishes."""
     if not items:
         return {}
     with ThreadPoolExecutor(max_workers=workers) as pool:
         futures: dict[Future[_U], _T] = {pool.submit(fn, item): item for item in items}
-        done, pending = wait(futures, return_when=FIRST_EXCEPTION)
-        for future in pending:
-            future.cancel()
-        for future in done:
-            error = future.exception()
-            if error is not None:
-                raise error
+        try:
+            for future in as_completed(futures):
+                error = future.exception()
+                if error is not None:
+                    raise error
+                if on_done is not None:
+                    on_done()
+        finally:
+            for future in futures:
+                future.cancel()  # those not started yet (none, once all finished)
     return {item: future.result() for future, item in futures.items()}
 
 

@@ -30,6 +30,7 @@ from needleforge.nemo import (
 )
 from needleforge.nemo.checks.negative_scan import ProbeCost, TiledProbe
 from needleforge.nemo.video_keyframes import VERIFY_PER_SCENE
+from needleforge.progress import OnCount
 from needleforge.quality import (
     GateResult,
     QualityError,
@@ -64,14 +65,16 @@ class GenerateOutcome:
     probe_cost: ProbeCost | None
 
 
-def generate_store(*, db: Path, params: Params) -> GenerateOutcome:
+def generate_store(*, db: Path, params: Params,
+                   on_step: OnCount | None = None) -> GenerateOutcome:
     """NeMo stage 2 into ``db``: targets, questions, negatives, short montages, verdicts.
 
     The short single-needle montages are replaced as a whole (one transaction), so a rerun
     writes the same rows. With ``nemo.check_negatives`` each negative candidate of an object
     target is searched for the target's label first (upscaled detection on denser frames);
     scans the store already holds for that check are reused and new ones are stored, even
-    when generation fails.
+    when generation fails. ``on_step(done, total)``: each target planned and verified
+    (:func:`~needleforge.nemo.generate.generate`).
 
     Raises:
         StoreError: ``db`` is not a usable store. BackendError: an unknown backend name.
@@ -88,7 +91,7 @@ def generate_store(*, db: Path, params: Params) -> GenerateOutcome:
                 result = generate(videos=videos, scenes=store.scenes(),
                                   tags=store.scene_tags(), objects=store.objects(),
                                   params=params.nemo, describer=describer, verifier=verifier,
-                                  keyframes=keyframes, probe=probe)
+                                  keyframes=keyframes, probe=probe, on_step=on_step)
         finally:
             _keep_scans(store, probe)
         store.record_generation(result.montages, result.questions, result.verifications,
@@ -96,13 +99,15 @@ def generate_store(*, db: Path, params: Params) -> GenerateOutcome:
     return GenerateOutcome(result, probe.cost if probe is not None else None)
 
 
-def expand_store(*, db: Path, params: Params) -> ExpansionResult:
+def expand_store(*, db: Path, params: Params,
+                 on_group: OnCount | None = None) -> ExpansionResult:
     """NeMo stage 3 into ``db``: medium/long and multi-needle montages from verified short ones.
 
     Stage 3 owns the medium/long montages and the short multi-needle ones it made: those
     are dropped and rewritten, so a rerun on the same store writes the same rows. With
     ``nemo.check_negatives`` the new negatives of object montages are checked like stage 2's,
-    reusing the scans stage 2 stored.
+    reusing the scans stage 2 stored. ``on_group(done, total)``: the montage groups of every
+    lane as they are planned (:func:`~needleforge.nemo.expand.expand`).
 
     Raises:
         StoreError: ``db`` is not a usable store. NemoError: inconsistent inputs.
@@ -114,7 +119,7 @@ def expand_store(*, db: Path, params: Params) -> ExpansionResult:
                 videos=store.videos(), scenes=store.scenes(), tags=store.scene_tags(),
                 objects=store.objects(), montages=store.montages(),
                 questions=store.questions(), verifications=store.verifications(),
-                params=params.expand, nemo=params.nemo, probe=probe)
+                params=params.expand, nemo=params.nemo, probe=probe, on_group=on_group)
         finally:
             _keep_scans(store, probe)
         if probe is not None:
@@ -218,8 +223,10 @@ def render_inputs(*, db: Path) -> RenderInputs:
                             videos_by_id={v.video_id: v for v in store.videos()})
 
 
-def render_store(*, db: Path, out: Path, cache_dir: Path | None, params: Params) -> RenderReport:
+def render_store(*, db: Path, out: Path, cache_dir: Path | None, params: Params,
+                 on_step: OnCount | None = None) -> RenderReport:
     """Render every montage of ``db`` to ``out/<montage_id>.mp4`` (current ones are skipped).
+    ``on_step(done, total)``: each scene clip encoded and each montage joined.
 
     Raises:
         StoreError: ``db`` is not a usable store. MediaError: a plan cannot be rendered.
@@ -227,27 +234,31 @@ def render_store(*, db: Path, out: Path, cache_dir: Path | None, params: Params)
     inputs = render_inputs(db=db)
     return render_montages(inputs.montages, scenes_by_id=inputs.scenes_by_id,
                            videos_by_id=inputs.videos_by_id, out_dir=out,
-                           cache_dir=cache_dir or out / ".cache", params=params.render)
+                           cache_dir=cache_dir or out / ".cache", params=params.render,
+                           on_step=on_step)
 
 
 def run_checks(*, db: Path, out: Path, params: Params, questions: Path | None = None,
-               release_dir: Path | None = None) -> GateResult:
+               release_dir: Path | None = None, on_step: OnCount | None = None) -> GateResult:
     """Run the quality gate on ``db`` (and a release) and return its verdict; never raises on
     a failing expectation.
 
     ``questions`` checks a bare ``questions.jsonl``; ``release_dir`` checks a whole release
     folder: its questions, videos and ``sources.json`` licences on the release day
     (``release.release_date``, else today) against ``release.required_scopes``. NeMo
-    videos are required when the folder holds any montage video.
+    videos are required when the folder holds any montage video. ``on_step(done, total)``:
+    the gate's steps (:func:`~needleforge.quality.gate.run_gate`).
 
     Raises:
         QualityError: the gate could not run or the release's files cannot be read.
         StoreError: ``db`` is not a usable store.
     """
     if release_dir is None:
-        return run_validate(db, out_dir=out, questions=questions, params=params.quality)
+        return run_validate(db, out_dir=out, questions=questions, params=params.quality,
+                            on_step=on_step)
     families = frozenset({"vnbench"} | ({"nemo"} if _ships_nemo_videos(release_dir) else set()))
-    return _release_gate(db=db, root=release_dir, out=out, params=params, families=families)
+    return _release_gate(db=db, root=release_dir, out=out, params=params, families=families,
+                         on_step=on_step)
 
 
 def validate_store(*, db: Path, out: Path, params: Params, questions: Path | None = None,
@@ -279,11 +290,11 @@ def _ships_nemo_videos(root: Path) -> bool:
 
 
 def _release_gate(*, db: Path, root: Path, out: Path, params: Params,
-                  families: frozenset[str]) -> GateResult:
+                  families: frozenset[str], on_step: OnCount | None = None) -> GateResult:
     inputs = read_release(root, video_families=families, day=params.release.check_day(),
                           required_scopes=params.release.required_scopes)
     return run_gate(db=db, release_questions=None, out_dir=out, params=params.quality,
-                    release=inputs)
+                    release=inputs, on_step=on_step)
 
 
 def previous_release(out_root: Path, *, name: str) -> Path | None:
@@ -315,14 +326,15 @@ def release_store(*, db: Path, name: str, out_root: Path, render_dir: Path | Non
                   earlier: Sequence[Path] = (), overwrite: bool = False,
                   on_gate: Callable[[GateResult], None] | None = None,
                   failures: Sequence[StageFailure] = (),
-                  inputs: Fingerprint | None = None) -> ReleaseReport:
+                  inputs: Fingerprint | None = None,
+                  on_step: OnCount | None = None) -> ReleaseReport:
     """Build ``out_root/name`` from ``db`` (+ the VNBench folder), gated by every GX suite.
 
     The gate runs on the finished release before it is moved into place: the store suites,
     the release's questions (VNBench rows included) and its ``sources.json`` licences; its
     Data Docs land in ``<release>/quality``. ``earlier`` lists earlier releases whose
     sources are flagged as contamination. ``on_gate`` sees the gate's result (a report).
-    ``failures`` and ``inputs``: see :func:`needleforge.release.build_release`.
+    ``failures``, ``inputs`` and ``on_step``: see :func:`needleforge.release.build_release`.
 
     Raises:
         ReleaseError: see :func:`needleforge.release.build_release`.
@@ -340,11 +352,14 @@ def release_store(*, db: Path, name: str, out_root: Path, render_dir: Path | Non
     return build_release(db=db, name=name, out_root=out_root, render_dir=render_dir,
                          params=params, previous=previous, overwrite=overwrite,
                          vnbench_dir=vnbench_dir, earlier=earlier, gate=gate,
-                         failures=failures, inputs=inputs)
+                         failures=failures, inputs=inputs, on_step=on_step)
 
 
-def vnbench_store(*, db: Path, out: Path, cache_dir: Path | None, params: Params) -> VNBenchResult:
+def vnbench_store(*, db: Path, out: Path, cache_dir: Path | None, params: Params,
+                  on_step: OnCount | None = None) -> VNBenchResult:
     """Build, render and export a VNBench set from ``db``'s videos into ``out``.
+    ``on_step(done, total)``: each haystack screened and each sample rendered
+    (:func:`~needleforge.vnbench.build_vnbench`).
 
     Writes ``out/<sample>.mp4`` (+ sidecars), ``out/questions.jsonl`` (scorer records, 4
     rotations per sample) and ``out/vnbench.json`` (VNBench-style).
@@ -363,7 +378,7 @@ def vnbench_store(*, db: Path, out: Path, cache_dir: Path | None, params: Params
         videos = store.videos()
     result = build_vnbench(videos=videos, params=params.vnbench, out_dir=out,
                            cache_dir=cache_dir or out / ".cache", render=params.render,
-                           embedder=embedder)
+                           embedder=embedder, on_step=on_step)
     write_jsonl(result.questions, path=out / "questions.jsonl")
     write_vnbench_json(result.vnbench_json, path=out / "vnbench.json")
     return result
@@ -389,7 +404,7 @@ JobRunner = Callable[[Sequence[RepresentJob], Models | None],
 
 
 def represent_store(
-    *, db: Path, params: Params, step: Step, on_video: Callable[[int, int], None] | None = None,
+    *, db: Path, params: Params, step: Step, on_video: OnCount | None = None,
     run_jobs: JobRunner | None = None,
 ) -> RepresentOutcome:
     """Represent the videos of ``db`` that are not current, storing each as it finishes.

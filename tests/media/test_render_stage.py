@@ -140,3 +140,15 @@ def test_vanished_source_names_video_and_path(corpus: Corpus) -> None:
         corpus.run([montage("m-gone", [(corpus.scene(0), 0.0, 2.0)])])
     assert corpus.video.video_id in str(err.value)
     assert corpus.video.stored_path in str(err.value)
+
+
+def test_counts_each_clip_and_montage_as_it_finishes(corpus: Corpus) -> None:
+    s0, s1, s2 = corpus.scene(0), corpus.scene(1), corpus.scene(2)
+    plans = [montage("m-a", [(s1, 2.0, 3.0), (s0, 0.0, 2.0)]),
+             montage("m-b", [(s2, 0.0, 2.0), (s1, 0.0, 7.4)])]
+    seen: list[tuple[int, int]] = []
+    corpus.run(plans, on_step=lambda done, total: seen.append((done, total)))
+    assert seen == [(done, 5) for done in range(1, 6)]  # 3 scene clips, 2 montages
+    again: list[tuple[int, int]] = []
+    corpus.run(plans, on_step=lambda done, total: again.append((done, total)))
+    assert again == []  # both current: nothing to do, nothing counted

@@ -18,7 +18,7 @@ import pytest
 
 from needleforge.config import QualityParams
 from needleforge.quality import GateResult, run_gate, validate
-from needleforge.quality.gate import SUITE_NAMES
+from needleforge.quality.gate import GATE_STEPS, SUITE_NAMES
 from needleforge.quality.suites import SUITES
 from needleforge.store import Store
 from tests.quality.quality_helpers import (
@@ -92,6 +92,14 @@ def test_clean_run_builds_data_docs_and_summary(clean_run: GateResult) -> None:
     assert len(list((report / "validations").rglob("*.html"))) == len(suites)
     assert clean_run.summary_path is not None
     assert json.loads(clean_run.summary_path.read_text())["passed"] is True
+
+
+def test_the_gate_counts_its_steps_selected_or_not(clean_db: Path, tmp_path: Path) -> None:
+    steps: list[tuple[int, int]] = []
+    result = run_gate(db=clean_db, release_questions=None, out_dir=tmp_path, params=PARAMS,
+                      only=["videos"], on_step=lambda d, t: steps.append((d, t)))
+    assert result.passed
+    assert steps == [(d, GATE_STEPS) for d in range(1, GATE_STEPS + 1)]
 
 
 @pytest.mark.parametrize(("shift", "meaning"), [(0.5, "gap"), (-0.5, "overlap")])

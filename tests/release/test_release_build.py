@@ -17,6 +17,7 @@ from needleforge.evaluate import GroundingQuestion, load_questions
 from needleforge.media.ffmpeg import find_ffmpeg
 from needleforge.release import ReleaseReport, build_release
 from needleforge.release import build as build_module
+from needleforge.release.build import RELEASE_STEPS
 from needleforge.release.dvc import verify_files
 from needleforge.release.file_io import sha256_file
 from needleforge.store import Store
@@ -168,8 +169,10 @@ def _stable(manifest_path: Path) -> dict[str, object]:
 
 
 def test_plans_only_release_without_renders(built: Built, tmp_path: Path) -> None:
+    steps: list[tuple[int, int]] = []
     report = build_release(db=built.db, name="v1", out_root=tmp_path, render_dir=None,
-                           params=CASE_PARAMS)
+                           params=CASE_PARAMS, on_step=lambda d, t: steps.append((d, t)))
+    assert steps == [(d, RELEASE_STEPS) for d in range(1, RELEASE_STEPS + 1)]
     assert report.n_videos == 0 and not (report.path / "videos").exists()
     assert _files(report.path) == {f for f in EXPECTED_FILES if not f.startswith("videos/")}
     doc = json.loads((report.path / "manifest.json").read_text())

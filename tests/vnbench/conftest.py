@@ -37,9 +37,16 @@ def vnb_dirs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
 
 
 @pytest.fixture(scope="session")
-def vnb_result(vnb_source: Video, vnb_params: VNBenchParams, vnb_dirs: tuple[Path, Path]
-               ) -> VNBenchResult:
+def vnb_steps() -> list[tuple[int, int]]:
+    """The ``(done, total)`` progress counts of the session's stage run."""
+    return []
+
+
+@pytest.fixture(scope="session")
+def vnb_result(vnb_source: Video, vnb_params: VNBenchParams, vnb_dirs: tuple[Path, Path],
+               vnb_steps: list[tuple[int, int]]) -> VNBenchResult:
     """The stage run every rendering test inspects (16 samples, a few seconds)."""
     out_dir, cache_dir = vnb_dirs
     return build_vnbench(videos=[vnb_source], params=vnb_params, out_dir=out_dir,
-                         cache_dir=cache_dir, render=PROFILE, embedder=HistogramEmbedder())
+                         cache_dir=cache_dir, render=PROFILE, embedder=HistogramEmbedder(),
+                         on_step=lambda done, total: vnb_steps.append((done, total)))

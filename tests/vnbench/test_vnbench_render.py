@@ -60,6 +60,14 @@ def test_every_subtask_long_and_act_is_made(vnb_result: VNBenchResult) -> None:
     assert {p.name for p in vnb_result.videos} == {s.video for s in vnb_result.samples}
 
 
+def test_the_stage_counts_each_haystack_screened_and_sample_rendered(
+        vnb_result: VNBenchResult, vnb_steps: list[tuple[int, int]]) -> None:
+    haystacks = {s.haystack.haystack_id for s in vnb_result.samples}
+    total = len(haystacks) + len(vnb_result.samples)  # every job composed: no skip
+    assert [d for d, _ in vnb_steps] == list(range(1, total + 1))
+    assert vnb_steps[-1] == (total, total)
+
+
 def test_videos_have_the_planned_length(vnb_result: VNBenchResult,
                                         vnb_dirs: tuple[Path, Path]) -> None:
     for sample in vnb_result.samples:

@@ -22,7 +22,9 @@ from needleforge.errors import EvaluationError
 from needleforge.evaluate.adapters import HfVideoLLM, OpenAIVideoLLM, VideoLLM
 from needleforge.evaluate.baselines import EmbeddedGroundingBaseline, RandomBaseline
 from needleforge.evaluate.blind import BLIND_NAMES, run_blind
+from needleforge.evaluate.load import load_questions
 from needleforge.evaluate.run import run_model
+from needleforge.progress import OnCount
 
 #: Models that watch the videos; the blind baselines (``BLIND_NAMES``) follow them.
 VIDEO_MODEL_NAMES: tuple[str, ...] = ("random", "embedded", "openai_http", "hf")
@@ -106,26 +108,36 @@ def video_llm(name: str, options: Mapping[str, str]) -> VideoLLM:
 
 
 def answer_release(name: str, options: Mapping[str, str], *, questions: Path,
-                   release_dir: Path, out: Path, max_frames: int) -> Path:
+                   release_dir: Path, out: Path, max_frames: int,
+                   on_answer: OnCount | None = None) -> Path:
     """Answer ``questions`` with model ``name`` into ``out``: a blind baseline from the
     questions alone (no video is opened), any other model through
     :func:`~needleforge.evaluate.run.run_model` over the videos of ``release_dir``.
+    ``on_answer(done, total)``: the answers not yet in ``out``, as each is written (a blind
+    baseline's, all at once).
 
     Raises:
         EvaluationError: an unknown model, a missing or bad option, a malformed questions file.
     """
     check_models([name], options)
     if name in BLIND_NAMES:
-        return run_blind(questions, name=name, out=out, seed=int(options.get("seed", "0")))
+        path = run_blind(questions, name=name, out=out, seed=int(options.get("seed", "0")))
+        if on_answer is not None:
+            n = len(load_questions(questions))
+            on_answer(n, n)
+        return path
     return run_model(questions, model=video_llm(name, options), release_dir=release_dir,
-                     out=out, max_frames=max_frames)
+                     out=out, max_frames=max_frames, on_answer=on_answer)
 
 
 def answer_models(names: Sequence[str], options: Mapping[str, str], *, questions: Path,
-                  release_dir: Path, out_dir: Path, max_frames: int) -> list[Path]:
+                  release_dir: Path, out_dir: Path, max_frames: int,
+                  on_answer: OnCount | None = None) -> list[Path]:
     """Answer with each model of ``names`` into ``out_dir/<name>.jsonl``, in order, in this
     process; every name and option is checked before the first model runs, so a typo in the
-    last name costs no minutes of the first.
+    last name costs no minutes of the first. ``on_answer(done, total)`` counts the answers
+    of every model (``total``: each model answers every question once; answers an earlier
+    run left count as done when their model starts).
 
     Raises:
         EvaluationError: an unknown or repeated model, a bad option, a malformed questions file.
@@ -134,7 +146,22 @@ def answer_models(names: Sequence[str], options: Mapping[str, str], *, questions
     if repeated:
         raise EvaluationError(f"model(s) named twice: {', '.join(repeated)}")
     check_models(names, options)
-    return [answer_release(name, {k: v for k, v in options.items() if k in model_options(name)},
-                           questions=questions, release_dir=release_dir,
-                           out=out_dir / f"{name}.jsonl", max_frames=max_frames)
-            for name in names]
+    per_model = len(load_questions(questions)) if on_answer is not None else 0
+    paths = []
+    for index, name in enumerate(names):
+        told = None if on_answer is None else _offset(on_answer, start=index * per_model,
+                                                      per_model=per_model,
+                                                      total=per_model * len(names))
+        paths.append(answer_release(
+            name, {k: v for k, v in options.items() if k in model_options(name)},
+            questions=questions, release_dir=release_dir, out=out_dir / f"{name}.jsonl",
+            max_frames=max_frames, on_answer=told))
+        if on_answer is not None:  # all answered: also when nothing was left to ask
+            on_answer((index + 1) * per_model, per_model * len(names))
+    return paths
+
+
+def _offset(on_answer: OnCount, *, start: int, per_model: int, total: int) -> OnCount:
+    """One model's ``(done, pending)`` told as answers of all models: those before it
+    (``start``), its answers from an earlier run, and ``done``."""
+    return lambda done, pending: on_answer(start + per_model - pending + done, total)

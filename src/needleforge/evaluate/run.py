@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 import threading
 from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any
@@ -35,6 +35,7 @@ from needleforge.evaluate.frame_sampling import DEFAULT_FPS, sample_frames, samp
 from needleforge.evaluate.load import load_questions
 from needleforge.evaluate.prompts import AnswerKind
 from needleforge.evaluate.records import ChoiceQuestion, Question
+from needleforge.progress import OnCount
 
 #: What a model that reads no pixels gets as every frame's image (read-only, shared).
 _NO_PIXELS = np.zeros((1, 1, 3), dtype=np.uint8)
@@ -105,7 +106,7 @@ def _record(question: Question, response: str) -> dict[str, Any]:
 def run_model(questions_path: str | Path, *, model: VideoLLM, release_dir: str | Path,
               out: str | Path, max_frames: int | None = 64, fps: float = DEFAULT_FPS,
               max_side: int | None = 768, workers: int = 2,
-              on_answer: Callable[[int, int], None] | None = None) -> Path:
+              on_answer: OnCount | None = None) -> Path:
     """Ask ``model`` every question of ``questions_path`` not yet answered in ``out``.
 
     ``release_dir`` is what question ``video`` paths are relative to. ``on_answer(done, total)``

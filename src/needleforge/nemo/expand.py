@@ -63,12 +63,19 @@ from needleforge.nemo.grow import (
     may_fill,
     plan_group,
 )
-from needleforge.nemo.lanes import GroupsExpected, fill_lane, lanes_for, likely_groups
+from needleforge.nemo.lanes import (
+    GroupsExpected,
+    fill_lane,
+    lane_groups,
+    lanes_for,
+    likely_groups,
+)
 from needleforge.nemo.plan import question_id_for
 from needleforge.nemo.pool import ScenePool, TermIndex
 from needleforge.nemo.recheck import recheck
 from needleforge.nemo.sources import Source, find_sources
 from needleforge.nemo.tables import index_tables
+from needleforge.progress import OnCount, Steps
 from needleforge.records import (
     Bucket,
     Montage,
@@ -217,6 +224,7 @@ def expand(
     params: ExpandParams,
     nemo: NemoParams,
     probe: NegativeProbe | None = None,
+    on_group: OnCount | None = None,
 ) -> ExpansionResult:
     """Verified short questions → short multi-needle, medium and long montages and questions.
 
@@ -224,7 +232,10 @@ def expand(
     so expanded negatives are chosen exactly like short ones. Scenes of videos not among
     ``videos`` are ignored, and so are questions about them. ``probe`` (stage 2's negative
     check, :func:`~needleforge.nemo.checks.build.build_probe`) refuses any negative in which
-    an object target's label is seen, as stage 2 does for short montages. Raises:
+    an object target's label is seen, as stage 2 does for short montages.
+    ``on_group(done, total)`` counts the groups of every lane as they are planned or passed
+    over (:func:`~needleforge.nemo.lanes.lane_groups`); a lane whose caps fill early counts
+    its remaining groups at once. Raises:
         NemoError: a tag or object of an unknown scene, or a scene listed twice.
     """
     videos = list(videos)
@@ -245,12 +256,20 @@ def expand(
             expect(likely_groups(sources, lane, caps=_caps(params, lane), ctx=ctx,
                                  params=params, viable=functools.partial(may_fill, lane=lane,
                                                                          ctx=ctx)), lane)
-    for lane in lanes_for(params):
+    lanes = lanes_for(params)
+    sizes = [len(lane_groups(sources, lane, caps=_caps(params, lane), ctx=ctx, params=params))
+             for lane in lanes] if on_group is not None else [0] * len(lanes)
+    count = Steps(sum(sizes), on_group)
+    lane_end = 0
+    for lane, size in zip(lanes, sizes, strict=True):
         caps = _caps(params, lane)
         counts = fill_lane(sources, lane, caps=caps, ctx=ctx, params=params,
                            plan=lambda group, ln: _record(group, ln, ctx=ctx, out=out,
                                                           expect=expect),
-                           expect=expect)
+                           expect=expect, on_group=count)
+        lane_end += size
+        if count.done != lane_end:  # the lane's caps filled before its last group
+            count.to(lane_end)
         for needle_type in ("object", "scene"):
             eligible, made, passed = counts[needle_type]
             cells.append(CellCount(lane.bucket, lane.needles, needle_type,

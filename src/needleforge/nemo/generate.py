@@ -41,7 +41,7 @@ import dataclasses
 import random
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias, runtime_checkable
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias, TypeVar, runtime_checkable
 
 from needleforge.backends.base import Keyframe
 from needleforge.backends.registry import Registry
@@ -62,6 +62,7 @@ from needleforge.nemo.negatives import crowded_terms, excluded_terms, select_neg
 from needleforge.nemo.plan import PlanSkip, plan_short_montage, question_id_for
 from needleforge.nemo.tables import SceneTables, index_tables
 from needleforge.nemo.targets import Target, select_targets
+from needleforge.progress import OnCount, Steps
 from needleforge.records import (
     Montage,
     NeedleType,
@@ -98,6 +99,7 @@ MAX_REWRITES = 2
 #: Options a factory receives from :class:`NemoParams` when it accepts them and params.yaml's
 #: ``*_options`` do not set them: one seed and one abstract list for the whole stage.
 _SHARED_OPTIONS: tuple[str, ...] = ("seed", "abstract_labels", "scene_top_tags")
+_T = TypeVar("_T")
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -196,6 +198,7 @@ def generate(
     keyframes: KeyframeSource | None = None,
     probe: NegativeProbe | None = None,
     workers: int | None = None,
+    on_step: OnCount | None = None,
 ) -> GenerationResult:
     """Targets → short montage plans → written needles → verdicts, for the given videos.
 
@@ -203,7 +206,9 @@ def generate(
     :func:`~needleforge.nemo.checks.build.build_probe`) checks object targets' negatives.
     ``workers`` threads (default :func:`~needleforge.nemo.ahead.default_workers`) scan and
     look ahead (module docstring); 0 does everything in order on this thread. Either way
-    the result is the same.
+    the result is the same. ``on_step(done, total)`` is called as each target is planned
+    and as it gets its verdict (two steps a target: with look-ahead the verdicts trail the
+    plans by up to :data:`PLAN_AHEAD` targets, and both cost detector time).
 
     Raises:
         NemoError: a tag or object of an unknown scene, a scene listed twice, or a describer
@@ -218,14 +223,16 @@ def generate(
     rejected: list[RejectedNegative] = []
     count = default_workers() if workers is None else workers
     ahead = _to_scan_ahead(targets, tables, params=params, probe=probe)
+    steps = Steps(2 * len(targets), on_step)
     if count < 1 or (len(ahead) < MIN_SCANS_AHEAD and not isinstance(verifier, LooksAhead)):
-        outcomes = [_verified(_plan_one(target, tables, params=params, backends=backends,
-                                        rejected=rejected), backends, tables)
-                    for target in targets]
+        outcomes = [_counted(_verified(_counted(_plan_one(
+            target, tables, params=params, backends=backends, rejected=rejected), steps),
+            backends, tables), steps) for target in targets]
     else:
         with Workers(count) as pool:
             outcomes = _generate_ahead(targets, tables, params=params, backends=backends,
-                                       rejected=rejected, workers=pool, scan=ahead)
+                                       rejected=rejected, workers=pool, scan=ahead,
+                                       steps=steps)
     made = [o for o in outcomes if isinstance(o, _Made)]
     return GenerationResult(
         montages=tuple(m.montage for m in made),
@@ -234,6 +241,12 @@ def generate(
         skipped=tuple(o for o in outcomes if isinstance(o, SkipRecord)),
         rejected_negatives=tuple(rejected),
     )
+
+
+def _counted(step: _T, steps: Steps) -> _T:
+    """``step`` (a plan or a verdict), counted as one step."""
+    steps()
+    return step
 
 
 def _to_scan_ahead(targets: Sequence[Target], tables: SceneTables, *, params: NemoParams,
@@ -247,7 +260,7 @@ def _to_scan_ahead(targets: Sequence[Target], tables: SceneTables, *, params: Ne
 def _generate_ahead(
     targets: Sequence[Target], tables: SceneTables, *, params: NemoParams,
     backends: _Backends, rejected: list[RejectedNegative], workers: Workers,
-    scan: Sequence[Scene],
+    scan: Sequence[Scene], steps: Steps,
 ) -> list[_Made | SkipRecord]:
     """:func:`generate` with the scans and the looking done ahead on ``workers``: ``scan``
     (every scene a montage may draw) is queued for the probe first; each planned montage's
@@ -261,14 +274,16 @@ def _generate_ahead(
         planned: deque[_Planned | SkipRecord] = deque()
         outcomes: list[_Made | SkipRecord] = []
         for target in targets:
-            step = _plan_one(target, tables, params=params, backends=backends,
-                             rejected=rejected)
+            step = _counted(_plan_one(target, tables, params=params, backends=backends,
+                                      rejected=rejected), steps)
             if looker is not None and isinstance(step, _Planned):
                 looker.look_ahead(step.request, workers.submit)
             planned.append(step)
             if len(planned) > PLAN_AHEAD:  # bounds the keyframes held by waiting requests
-                outcomes.append(_verified(planned.popleft(), backends, tables))
-        return outcomes + [_verified(step, backends, tables) for step in planned]
+                outcomes.append(_counted(_verified(planned.popleft(), backends, tables),
+                                         steps))
+        return outcomes + [_counted(_verified(step, backends, tables), steps)
+                           for step in planned]
     finally:
         if isinstance(backends.probe, TiledProbe):
             backends.probe.drop_ahead()

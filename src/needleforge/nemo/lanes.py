@@ -78,28 +78,40 @@ def group_sources(
     return full + [g for g in opened if len(g) < lane.targets]
 
 
+def lane_groups(sources: Sequence[Source], lane: Lane, *, caps: CellCaps, ctx: PlanContext,
+                params: ExpandParams) -> list[list[Source]]:
+    """The groups :func:`fill_lane` goes through in ``lane``, in order (it stops early once
+    the caps are reached): the total of its progress count."""
+    return _groups(eligible_sources(sources, lane, caps=caps, params=params), lane, ctx=ctx,
+                   params=params)
+
+
 def fill_lane(
     sources: Sequence[Source], lane: Lane, *, caps: CellCaps, ctx: PlanContext,
     params: ExpandParams, plan: GroupPlanner, expect: GroupsExpected | None = None,
+    on_group: Callable[[], None] | None = None,
 ) -> dict[NeedleType, tuple[int, int, int]]:
     """Plan the lane's groups up to the caps; per needle type (eligible, made, passed).
 
     ``expect`` is told of each group just before it is planned (a negative check told ahead
     of the groups it will be asked for can batch its work: :func:`likely_groups`).
+    ``on_group()`` is called after each group of :func:`lane_groups` is planned or passed
+    over (a progress count).
     """
     pool = eligible_sources(sources, lane, caps=caps, params=params)
     made = dict.fromkeys(_TYPES, 0)
     passed = dict.fromkeys(_TYPES, 0)
     for group in _groups(pool, lane, ctx=ctx, params=params):
         kept = _kept(group, caps, made)
-        if not kept:
-            continue
-        if expect is not None:
-            expect([kept], lane)
-        for needle_type, ok in plan(kept, lane):
-            made[needle_type] += 1
-            passed[needle_type] += int(ok)
-        if _full(caps, made):
+        if kept:
+            if expect is not None:
+                expect([kept], lane)
+            for needle_type, ok in plan(kept, lane):
+                made[needle_type] += 1
+                passed[needle_type] += int(ok)
+        if on_group is not None:
+            on_group()
+        if kept and _full(caps, made):
             break
     eligible = {t: sum(1 for s in pool if s.needle_type == t) for t in _TYPES}
     return {t: (eligible[t], made[t], passed[t]) for t in _TYPES}

@@ -16,11 +16,12 @@ import datetime as dt
 import json
 import shutil
 import tempfile
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from needleforge.config import QualityParams
+from needleforge.progress import OnCount, Steps
 from needleforge.quality.results import Failure, GateResult, QualityError, SuiteOutcome
 
 if TYPE_CHECKING:
@@ -28,6 +29,9 @@ if TYPE_CHECKING:
     from great_expectations.data_context.data_context.file_data_context import (
         FileDataContext,
     )
+    from great_expectations.datasource.fluent.pandas_datasource import PandasDatasource
+
+    from needleforge.quality.suites import SuiteSpec
 
 #: The release's quality report folder, under the release (``out_dir``).
 REPORT_DIR = "quality"
@@ -37,6 +41,8 @@ _REPORT_ENTRIES = ("index.html", SUMMARY_FILE, "expectations", "validations", "s
 #: Suite names, in run order (kept here so validating ``only`` needs no GX import).
 SUITE_NAMES = ("videos", "scenes", "objects", "montages", "montage_segments", "questions",
                "verifications", "release", "release_sources", "release_bias")
+#: Progress steps of a gate run: reading the tables, each suite, building the Data Docs.
+GATE_STEPS = len(SUITE_NAMES) + 2
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -63,6 +69,7 @@ def run_gate(
     params: QualityParams,
     only: Collection[str] | None = None,
     release: ReleaseInputs | None = None,
+    on_step: OnCount | None = None,
 ) -> GateResult:
     """Validate the store (and the release's question records) and build the quality report.
 
@@ -74,7 +81,9 @@ def run_gate(
     records are audited for priors (``release_bias``: every blind baseline within
     ``params.blind_margin`` of random, :mod:`needleforge.quality.bias`). ``only`` restricts the
     run to the named suites (e.g. to check a release alone); None runs them all. Malformed
-    data never raises: it fails an expectation.
+    data never raises: it fails an expectation. ``on_step(done, total)`` is called after
+    the tables are read, after each suite (run or skipped) and after the Data Docs are built
+    (:data:`GATE_STEPS` in all).
 
     Raises:
         StoreError: ``db`` is missing, not a DuckDB store, at another schema version, or lacks
@@ -89,6 +98,7 @@ def run_gate(
     from needleforge.quality.dataframes import store_frames
     from needleforge.quality.release_frame import ReleaseContext, release_frame, sources_frame
 
+    step = Steps(GATE_STEPS, on_step)
     tables = store_frames(db, params=params)
     if release is not None:
         licensed = frozenset(str(e.get("video_id")) for e in release.sources
@@ -104,11 +114,12 @@ def run_gate(
         from needleforge.quality.bias import audit_release, bias_frame
 
         tables["release_bias"] = bias_frame(audit_release(records, margin=params.blind_margin))
+    step()
     docs_dir = out_dir / REPORT_DIR
     _prepare_report_dir(docs_dir)
     with tempfile.TemporaryDirectory(prefix="needleforge-gx-") as tmp:
         outcomes, failures = _validate_all(Path(tmp), tables=tables, docs_dir=docs_dir,
-                                           params=params, only=only)
+                                           params=params, only=only, step=step)
     result = GateResult(
         passed=not failures, failures=failures, suites=outcomes,
         docs_index=docs_dir / "index.html", summary_path=docs_dir / SUMMARY_FILE)
@@ -145,7 +156,7 @@ def _prepare_report_dir(docs_dir: Path) -> None:
 
 def _validate_all(
     root: Path, *, tables: Mapping[str, pd.DataFrame], docs_dir: Path, params: QualityParams,
-    only: Collection[str] | None,
+    only: Collection[str] | None, step: Callable[[], None],
 ) -> tuple[list[SuiteOutcome], list[Failure]]:
     """Run every suite in a fresh context at ``root``, then build the Data Docs."""
     from great_expectations.exceptions.exceptions import GreatExpectationsError
@@ -154,8 +165,10 @@ def _validate_all(
 
     try:
         context = open_run_context(root, docs_dir=docs_dir)
-        outcomes, failures = _run_suites(context, tables=tables, params=params, only=only)
+        outcomes, failures = _run_suites(context, tables=tables, params=params, only=only,
+                                         step=step)
         context.build_data_docs(site_names=[DOCS_SITE])
+        step()
     except GreatExpectationsError as err:
         raise QualityError(f"Great Expectations failed: {err}") from err
     except OSError as err:
@@ -165,32 +178,38 @@ def _validate_all(
 
 def _run_suites(
     context: FileDataContext, *, tables: Mapping[str, pd.DataFrame], params: QualityParams,
-    only: Collection[str] | None,
+    only: Collection[str] | None, step: Callable[[], None],
 ) -> tuple[list[SuiteOutcome], list[Failure]]:
-    from needleforge.quality.runner import add_datasource, validate_frame
+    from needleforge.quality.runner import add_datasource
     from needleforge.quality.suites import SUITES
 
     source = add_datasource(context)
     outcomes: list[SuiteOutcome] = []
     failures: list[Failure] = []
     for spec in SUITES:
-        frame = tables.get(spec.name)
-        if only is not None and spec.name not in only:
-            outcomes.append(SuiteOutcome(spec.name, "skipped", 0, note="not selected"))
-            continue
-        if frame is None:
-            outcomes.append(SuiteOutcome(spec.name, "skipped", 0, note="no release given"
-                                         if spec.name.startswith("release") else "no data"))
-            continue
-        if frame.empty and not spec.required:
-            outcomes.append(SuiteOutcome(spec.name, "skipped", 0,
-                                         note=f"table {spec.name} is empty"))
-            continue
-        outcome, failed = validate_frame(context, source=source, spec=spec, frame=frame,
-                                         params=params)
+        outcome, failed = _run_suite(context, source=source, spec=spec,
+                                     frame=tables.get(spec.name), params=params, only=only)
         outcomes.append(outcome)
         failures.extend(failed)
+        step()
     return outcomes, failures
+
+
+def _run_suite(
+    context: FileDataContext, *, source: PandasDatasource, spec: SuiteSpec,
+    frame: pd.DataFrame | None, params: QualityParams, only: Collection[str] | None,
+) -> tuple[SuiteOutcome, list[Failure]]:
+    """One suite's outcome and failures (a note when it is skipped)."""
+    from needleforge.quality.runner import validate_frame
+
+    if only is not None and spec.name not in only:
+        return SuiteOutcome(spec.name, "skipped", 0, note="not selected"), []
+    if frame is None:
+        return SuiteOutcome(spec.name, "skipped", 0, note="no release given"
+                            if spec.name.startswith("release") else "no data"), []
+    if frame.empty and not spec.required:
+        return SuiteOutcome(spec.name, "skipped", 0, note=f"table {spec.name} is empty"), []
+    return validate_frame(context, source=source, spec=spec, frame=frame, params=params)
 
 
 def read_questions_jsonl(path: Path) -> list[Any]:
@@ -221,12 +240,12 @@ def read_questions_jsonl(path: Path) -> list[Any]:
 
 def validate(
     db: Path, *, out_dir: Path, questions: Path | None = None,
-    params: QualityParams | None = None,
+    params: QualityParams | None = None, on_step: OnCount | None = None,
 ) -> GateResult:
     """``needleforge validate --db DB --out DIR [--questions Q.jsonl]``: run the gate.
 
     Reads ``questions`` (a release's ``questions.jsonl``) when given and calls
-    :func:`run_gate`; ``params`` None uses the defaults.
+    :func:`run_gate` (``on_step``: its progress); ``params`` None uses the defaults.
 
     Raises:
         StoreError: ``db`` is not a usable store.
@@ -234,7 +253,7 @@ def validate(
     """
     records = read_questions_jsonl(questions) if questions is not None else None
     return run_gate(db=db, release_questions=records, out_dir=out_dir,
-                    params=params or QualityParams())
+                    params=params or QualityParams(), on_step=on_step)
 
 
 def read_release(

@@ -32,6 +32,7 @@ from typing import Any
 from needleforge.config import Params, ReleaseParams
 from needleforge.errors import ReleaseError
 from needleforge.failures import StageFailure
+from needleforge.progress import OnCount, Steps
 from needleforge.quality.bias import audit_release
 from needleforge.quality.results import GateResult
 from needleforge.records import (
@@ -205,11 +206,16 @@ class _Refresh:
     inputs: history.Fingerprint
 
 
+#: Progress steps of a build: the store read and gathered, then the data files and videos,
+#: the exports, the dataset card and changelog, the gate, the release card, the manifest.
+RELEASE_STEPS = 7
+
+
 def _write_release(
     root: Path, *, name: str, data: _StoreData, content: Content,
     videos: Mapping[str, Path], params: Params,
     previous: tuple[str, list[dict[str, Any]]] | None,
-    earlier: Sequence[EarlierRelease], gate: Gate | None, run: _Refresh,
+    earlier: Sequence[EarlierRelease], gate: Gate | None, run: _Refresh, step: Steps,
 ) -> _Written:
     """Write every file of the release into ``root``; returns the changelog, manifest hash
     and the gate's verdict.
@@ -220,16 +226,20 @@ def _write_release(
     pages and ``build.json`` included (:func:`needleforge.release.manifest.file_entries`).
     """
     _write_data(root, content, videos, params.release)
+    step()
     exports.write_exports(root, content.records, release_name=name)
+    step()
     write_readme(root, content.records, name=name, title=params.release.title)
     changes = changelog.compare(content.records, name=name, previous=previous,
                                 excluded=content.excluded_rows, failures=run.failures)
     (root / "CHANGELOG.md").write_text(changes.to_markdown(), encoding="utf-8")
+    step()
     plans = {video_path(m.montage_id) for m in content.montages}
     n_nemo_videos = sum(1 for rel in videos if rel in plans)
     verdict = None
     if gate is not None:
         verdict = gate(root, frozenset({"vnbench"} | ({"nemo"} if n_nemo_videos else set())))
+    step()
     code = manifest.code_version()
     backends = manifest.store_backends(tags=data.tags, objects=data.objects,
                                        questions=data.questions,
@@ -252,6 +262,7 @@ def _write_release(
         compared_with=tuple(sorted({e.name for e in earlier})),
         extra=tuple(x for x in extra if x is not None),
         min_window_s=params.quality.min_answer_window_s))
+    step()
     history.write_build_info(root, name=name, inputs=run.inputs)
     doc = manifest.build_manifest(
         name=name, params=params, counts=_counts(content, len(videos)), code=code,
@@ -259,6 +270,7 @@ def _write_release(
         policy=_policy_doc(content, params.release, earlier), bias=audit.to_dict(),
         files=manifest.file_entries(root, exclude=(history.MANIFEST_FILE,)))
     write_json(root / "manifest.json", doc)
+    step()
     return _Written(changes, sha256_file(root / "manifest.json"), verdict)
 
 
@@ -329,6 +341,7 @@ def build_release(
     gate: Gate | None = None,
     failures: Sequence[StageFailure] = (),
     inputs: history.Fingerprint | None = None,
+    on_step: OnCount | None = None,
 ) -> ReleaseReport:
     """Build ``out_root/name/`` from the store ``db`` (layout: see the module docstring).
 
@@ -342,7 +355,8 @@ def build_release(
     place; raising there leaves no release behind (and an older one intact); its verdict
     goes on the card. ``failures`` (sources a refresh could not use) are listed in the
     changelog and on the card; ``inputs`` is the fingerprint recorded in ``build.json``
-    (default: every store video, ``params`` and this code).
+    (default: every store video, ``params`` and this code). ``on_step(done, total)`` is
+    called after each of the :data:`RELEASE_STEPS` steps of the build.
 
     Raises:
         ReleaseError: a bad name; ``out_root/name`` exists and ``overwrite`` is False; no
@@ -368,6 +382,8 @@ def build_release(
                      vnbench=vnbench, earlier=compared,
                      min_window_s=params.quality.min_answer_window_s)
     check_vnbench_release(content.records)
+    step = Steps(RELEASE_STEPS, on_step)
+    step()
     prev = changelog.read_previous(previous) if previous is not None else None
     videos = _videos(content, render_dir, params.release)
     out_root.mkdir(parents=True, exist_ok=True)
@@ -375,7 +391,7 @@ def build_release(
         (v.sha256 for v in data.videos), params))
     written, n_files = _write_atomically(target, lambda root: _write_release(
         root, name=name, data=data, content=content, videos=videos, params=params,
-        previous=prev, earlier=compared, gate=gate, run=run))
+        previous=prev, earlier=compared, gate=gate, run=run, step=step))
     return ReleaseReport(
         name=name, path=target, n_questions=len(content.records),
         n_montages=len(content.montages), n_videos=len(videos), n_files=n_files,

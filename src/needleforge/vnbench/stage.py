@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TypeAlias, TypeVar
@@ -30,6 +30,7 @@ from needleforge.backends.embedding import ImageEmbedder
 from needleforge.config import RenderParams, VNBenchParams
 from needleforge.media.cache import ClipSpec, SceneClipCache
 from needleforge.media.outputs import sweep_scratch, writing
+from needleforge.progress import OnCount, Steps
 from needleforge.records import Video
 from needleforge.vnbench.assets import (
     ImageSet,
@@ -104,11 +105,22 @@ def clip_pool(params: VNBenchParams, *, cache_dir: Path) -> tuple[ClipSet, list[
     return load_clip_sets(roots)
 
 
-def _parallel(fn: Callable[[_T], _U], items: Sequence[_T], *, workers: int) -> list[_U]:
+def _parallel(fn: Callable[[_T], _U], items: Sequence[_T], *, workers: int,
+              on_done: Callable[[], None] | None = None) -> list[_U]:
+    """``fn`` of each item in order, on ``workers`` threads; ``on_done()`` on this thread as
+    each result is taken (in order)."""
+    def counted(results: Iterable[_U]) -> list[_U]:
+        out = []
+        for result in results:
+            out.append(result)
+            if on_done is not None:
+                on_done()
+        return out
+
     if workers <= 1 or len(items) <= 1:
-        return [fn(item) for item in items]
+        return counted(fn(item) for item in items)
     with ThreadPoolExecutor(max_workers=workers) as pool:
-        return list(pool.map(fn, items))
+        return counted(pool.map(fn, items))
 
 
 def _jobs(params: VNBenchParams, videos: Sequence[Video]) -> tuple[list[_Job], list[Skip]]:
@@ -159,8 +171,10 @@ def _assets(params: VNBenchParams, *, cache_dir: Path, jobs: Sequence[_Job]
 
 
 def _pools(params: VNBenchParams, *, assets: _Assets, haystacks: Sequence[Haystack],
-           embedder: ImageEmbedder, render: RenderParams) -> tuple[dict[str, Pools], list[Skip]]:
-    """Each haystack's pools: the images that pass the similarity filter on it."""
+           embedder: ImageEmbedder, render: RenderParams,
+           on_done: Callable[[], None] | None = None) -> tuple[dict[str, Pools], list[Skip]]:
+    """Each haystack's pools: the images that pass the similarity filter on it
+    (``on_done()`` after each haystack)."""
     screen = NeedleFilter(embedder, profile=render, threshold=params.similarity_threshold,
                           n_frames=params.filter_frames)
     pools: dict[str, Pools] = {}
@@ -173,6 +187,8 @@ def _pools(params: VNBenchParams, *, assets: _Assets, haystacks: Sequence[Haysta
             level_categories={1: tuple(params.level1_categories),
                               2: tuple(params.level2_categories)},
             count_min=params.count_min, count_max=params.count_max)
+        if on_done is not None:
+            on_done()
     return pools, skips
 
 
@@ -252,8 +268,13 @@ class _Renderer:
 def build_vnbench(
     *, videos: Sequence[Video], params: VNBenchParams, out_dir: Path, cache_dir: Path,
     render: RenderParams, embedder: ImageEmbedder,
+    on_step: OnCount | None = None,
 ) -> VNBenchResult:
     """Generate, render and export VNBench samples (see the module docstring).
+
+    ``on_step(done, total)`` is called as each haystack clip is cached (without
+    ``reuse_source_gops``), each haystack screened and each sample rendered; ``total``
+    counts every planned sample until they are composed, then those composed.
 
     Raises:
         VNBenchError: for an unreadable font, a missing asset folder or package file;
@@ -266,19 +287,22 @@ def build_vnbench(
     haystacks = sorted({h.haystack_id: h for _, h, _ in jobs}.values(),
                        key=lambda h: h.haystack_id)
     clips = HaystackClips(cache_dir, profile=render)
+    cached = 0 if params.reuse_source_gops else len(haystacks)
+    step = Steps(cached + len(haystacks) + len(jobs), on_step)
     with writing(cache_dir, what="VNBench cache"):
         assets, asset_skips = _assets(params, cache_dir=cache_dir, jobs=jobs)
         if not params.reuse_source_gops:  # every sample is a montage of its haystack's clip
-            _parallel(clips.path, haystacks, workers=render.workers)
+            _parallel(clips.path, haystacks, workers=render.workers, on_done=step)
     pools, filter_skips = _pools(params, assets=assets, haystacks=haystacks,
-                                 embedder=embedder, render=render)
+                                 embedder=embedder, render=render, on_done=step)
     samples, compose_skips = _compose_all(jobs, pools=pools, params=params, render=render)
+    step.total = cached + len(haystacks) + len(samples)
     renderer = _Renderer(params=params, profile=render, style=assets.style, clips=clips,
                          out_dir=out_dir, cache_dir=cache_dir)
     with writing(out_dir, what="VNBench render"):
         out_dir.mkdir(parents=True, exist_ok=True)
         sweep_scratch(out_dir)  # what a killed earlier run left half-written
-        renders = _parallel(renderer, samples, workers=render.workers)
+        renders = _parallel(renderer, samples, workers=render.workers, on_done=step)
     questions, vnbench = all_records(samples)
     return VNBenchResult(samples=tuple(samples), questions=tuple(questions),
                          vnbench_json=tuple(vnbench), videos=tuple(r.path for r in renders),
