@@ -1,0 +1,88 @@
+"""The looking verifier's whole-shot checks: a black-and-white or mostly-one-colour claim
+measured again on the target's frames, and negatives a viewer could take for such a scene
+(split from :mod:`needleforge.backends.embedded.verifier`, which calls them)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from needleforge.backends.base import Keyframe
+from needleforge.backends.embedded import confirm as c
+from needleforge.backends.writing import SceneView
+from needleforge.scenes import colour_cast
+from needleforge.scenes.palette import (
+    MAX_CHROMA,
+    NEGATIVE_MIN_CHROMA,
+    NEGATIVE_MIN_COLOURFUL,
+    SHOT_WORDS,
+    black_and_white,
+    chroma_p99,
+    clearly_in_colour,
+    colourful_share,
+)
+
+
+def palette(term: str, frames: Sequence[Keyframe]) -> c.Confirmation:
+    """``measure-palette``: a black-and-white claim holds when every frame the writer did not
+    use is colourless (:mod:`needleforge.scenes.palette`), measured again on those frames; a
+    colour cast when every one of them is mostly that colour (:func:`_cast`)."""
+    if term in colour_cast.CAST_WORDS:
+        return _cast(term, frames)
+    scores = tuple(chroma_p99(k.image) for k in frames)
+    times = tuple(k.t_s for k in frames)
+    held = bool(scores) and all(black_and_white(k.image) for k in frames)
+    shown = ", ".join(f"{v:.3f}" for v in scores)
+    return c.Confirmation("confirmed" if held else "refused", "measure-palette", term, times,
+                          scores, f"99th-percentile chroma {shown} on {len(scores)} frames "
+                          f"(colourless under {MAX_CHROMA}, with contrast)")
+
+
+def _cast(term: str, frames: Sequence[Keyframe]) -> c.Confirmation:
+    """``measure-colour-cast``: "a mostly <colour> scene" holds when every frame is mostly
+    that colour (:func:`needleforge.scenes.colour_cast.mostly`), measured again."""
+    colour = colour_cast.family_of(term)
+    scores = tuple(colour_cast.cast_share(k.image, colour) for k in frames)
+    held = bool(scores) and min(scores) >= colour_cast.MIN_CAST_SHARE
+    shown = ", ".join(f"{v:.2f}" for v in scores)
+    return c.Confirmation("confirmed" if held else "refused", "measure-colour-cast", term,
+                          tuple(k.t_s for k in frames), scores,
+                          f"{colour} share of the picture {shown} on {len(scores)} frames "
+                          f"(mostly at >= {colour_cast.MIN_CAST_SHARE})")
+
+
+def _negative_cast(negative: SceneView, colour: str) -> str | None:
+    """``negative-colour-cast``: a negative with a frame a viewer could take for a mostly
+    ``colour`` one (:func:`needleforge.scenes.colour_cast.looks_like`)."""
+    for frame in negative.keyframes:
+        if colour_cast.looks_like(frame.image, colour):
+            share = colour_cast.cast_share(frame.image, colour, widened=True)
+            return (f"refused by negative-colour-cast: negative {negative.scene.scene_id} "
+                    f"looks {colour} at t={frame.t_s:.2f} s ({share:.2f} of its picture near "
+                    f"{colour}, at most {colour_cast.MAX_NEGATIVE_SHARE})")
+    return None
+
+
+def negative_palette(negative: SceneView, claims: Sequence[tuple[str, int]]) -> str | None:
+    """A negative with a frame not clearly in colour (:func:`clearly_in_colour`),
+    when the question claims a black-and-white scene: the tables' word needs every keyframe
+    grey, a viewer needs only one nearly grey moment; one with a frame that looks the colour
+    a claimed cast names (:func:`_negative_cast`)."""
+    if not any(term in SHOT_WORDS for term, _ in claims):
+        return None
+    if not negative.keyframes:
+        return f"unconfirmed: negative {negative.scene.scene_id} has no frames to look at"
+    for term, _ in claims:
+        if term in colour_cast.CAST_WORDS:
+            refusal = _negative_cast(negative, colour_cast.family_of(term))
+            if refusal is not None:
+                return refusal
+    if not any(term in SHOT_WORDS - colour_cast.CAST_WORDS for term, _ in claims):
+        return None
+    for frame in negative.keyframes:
+        if not clearly_in_colour(frame.image):
+            return (f"refused by negative-palette: negative {negative.scene.scene_id} is not "
+                    f"clearly in colour at t={frame.t_s:.2f} s (99th-percentile chroma "
+                    f"{chroma_p99(frame.image):.3f}, need {NEGATIVE_MIN_CHROMA:.2f}; "
+                    f"coloured pixels {colourful_share(frame.image):.2f}, need "
+                    f"{NEGATIVE_MIN_COLOURFUL:.2f})")
+    return None
