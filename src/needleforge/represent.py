@@ -48,6 +48,7 @@ from needleforge.scenes import (
     onscreen,
     read_subtitles,
     sample_keyframes,
+    walking,
 )
 from needleforge.scenes.bodies import BODY_TAG, body_share
 from needleforge.scenes.palette import MEASURE_NAME, MEASURE_VERSION, shot_words
@@ -69,7 +70,8 @@ class Models:
         out = [f"{self.detector.name}@{self.detector.version}",
                f"{self.tagger.name}@{self.tagger.version}",
                f"{MEASURE_NAME}@{MEASURE_VERSION}",
-               f"{colour_cast.MEASURE_NAME}@{colour_cast.MEASURE_VERSION}"]
+               f"{colour_cast.MEASURE_NAME}@{colour_cast.MEASURE_VERSION}",
+               f"{walking.MEASURE_NAME}@{walking.MEASURE_VERSION}"]
         if self.pose is not None:
             out.append(f"{self.pose.name}@{self.pose.version}")
         if self.text_reader is not None:
@@ -267,6 +269,10 @@ def _represent_scene(
         tags += _ocr_tags(scene_id, frames, models.text_reader)
     if models.pose is not None and not any(is_person(o.tag) for o in objects):
         tags += _body_tags(scene_id, frames, models.pose)
+    # An action read off the person tracks: someone walking across a still shot.
+    tags += [SceneTag(scene_id, word, score, walking.MEASURE_NAME, walking.MEASURE_VERSION)
+             for word, score in walking.walking_tags(objects, [f.t_s for f in frames],
+                                                     [f.image for f in frames])]
     return tags, objects
 
 

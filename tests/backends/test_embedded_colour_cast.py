@@ -6,72 +6,55 @@ yellow-lit bed."""
 
 from __future__ import annotations
 
-import numpy as np
-import numpy.typing as npt
-import pytest
-
 from needleforge.backends.base import Keyframe
 from needleforge.backends.embedded.verifier import LookingVerifier
 from needleforge.backends.embedded.writer import EmbeddedDescriber, verify_scene
 from needleforge.backends.writing import SceneView, TargetView, VerifyRequest, WrittenNeedle
-from needleforge.errors import StudioError
-from needleforge.records import Scene, SceneTag
-from needleforge.records.base import scene_id_for
+from needleforge.records import SceneTag
 from needleforge.scenes.colour_cast import MEASURE_NAME, MEASURE_VERSION
-from needleforge.studio.real_assets import sample_frames
+from tests.backends.look_cases import back_to_back, real_frames
 
 VIDEO = "v" + "cd" * 8
 ORANGE = "mostly orange"
 
 
-def _frames(name: str, *, most: int) -> list[npt.NDArray[np.uint8]]:
-    try:
-        return sample_frames(name, most=most)
-    except StudioError as err:
-        pytest.skip(f"real clip {name!r} not installed: {err}")
-
-
-def _scenes(n: int) -> list[Scene]:
-    return [Scene(scene_id=scene_id_for(VIDEO, i), video_id=VIDEO, index=i, start_s=6.0 * i,
-                  end_s=6.0 * (i + 1), n_frames=150) for i in range(n)]
-
-
-def _cast(scene_id: str) -> SceneTag:
-    return SceneTag(scene_id, ORANGE, 0.79, MEASURE_NAME, MEASURE_VERSION)
+def _cast(scene_id: str, word: str = ORANGE) -> SceneTag:
+    return SceneTag(scene_id, word, 0.79, MEASURE_NAME, MEASURE_VERSION)
 
 
 def test_the_writer_asks_for_the_mostly_orange_scene() -> None:
-    scene = _scenes(1)[0]
+    scene = back_to_back(VIDEO, 1, length_s=6.0)[0]
     written = EmbeddedDescriber().write(TargetView(scene, (_cast(scene.scene_id),), (), None),
                                         needle_type="scene")
     assert isinstance(written, WrittenNeedle)
     assert written.description == "A mostly orange scene."
 
 
-def _request(target_images: list, negative_images: list[list]) -> VerifyRequest:
-    scenes = _scenes(1 + len(negative_images))
+def _request(target_images: list, negative_images: list[list], *,
+             word: str = ORANGE) -> VerifyRequest:
+    scenes = back_to_back(VIDEO, 1 + len(negative_images), length_s=6.0)
 
     def keyframes(index: int, images: list) -> tuple[Keyframe, ...]:
         return tuple(Keyframe(scenes[index].start_s + 0.5 + 0.7 * k, image)
                      for k, image in enumerate(images))
 
-    target = TargetView(scenes[0], (_cast(scenes[0].scene_id),), (), None,
+    target = TargetView(scenes[0], (_cast(scenes[0].scene_id, word),), (), None,
                         keyframes(0, target_images))
     negatives = tuple(SceneView(scene, (), (), keyframes(i + 1, images))
                       for i, (scene, images) in enumerate(zip(scenes[1:], negative_images,
                                                               strict=True)))
-    return VerifyRequest("scene", "A mostly orange scene.",
-                         "When is there a mostly orange scene?", target, negatives)
+    return VerifyRequest("scene", f"A {word} scene.", f"When is there a {word} scene?",
+                         target, negatives)
 
 
 def test_the_looking_verifier_measures_the_colour_again() -> None:
-    lego, coin, city = (_frames("lego", most=4), _frames("coin", most=4),
-                        _frames("city", most=4))
+    lego, coin, city = (real_frames("lego", most=4), real_frames("coin", most=4),
+                        real_frames("city", most=4))
     verifier = LookingVerifier()
     good = verifier.verify(_request(lego, [coin[:2], city[:2]]))
     assert good.passed, good.reason
     assert "measure-colour-cast" in good.reason
-    cat = _frames("clockcat", most=6)[-1:]
+    cat = real_frames("clockcat", most=6)[-1:]
     on_the_bed = verifier.verify(_request(lego, [coin[:2], cat]))
     assert not on_the_bed.passed and "negative-colour-cast" in on_the_bed.reason
     wrong = verifier.verify(_request(coin, [city[:2]]))  # the tables' word, not the frames'
@@ -85,3 +68,28 @@ def test_the_table_verifier_refuses_a_negative_tagged_with_the_same_cast() -> No
     verdict = verify_scene(VerifyRequest("scene", request.description, request.question,
                                          request.target, (tagged,)))
     assert not verdict.passed and ORANGE in verdict.reason
+
+
+LIGHT_GREY = "mostly light-grey"
+
+
+def test_the_pale_zebrafish_tank_against_the_race_film_and_the_beige_desk() -> None:
+    """The archival program's tank shots, asked as "a mostly light-grey scene": the race film
+    (grey but mid-dark) may be a negative, the coin's beige desk (light, near-neutral) not."""
+    tank, race, coin = (real_frames("fish2", most=4), real_frames("race1906", most=4),
+                        real_frames("coin", most=2))
+    verifier = LookingVerifier()
+    good = verifier.verify(_request(tank, [race[:2], race[2:]], word=LIGHT_GREY))
+    assert good.passed, good.reason
+    desk = verifier.verify(_request(tank, [race[:2], coin], word=LIGHT_GREY))
+    assert not desk.passed and "negative-colour-cast" in desk.reason
+    assert "median luma" in desk.reason
+
+
+def test_two_shot_words_are_written_as_a_list() -> None:
+    scene = back_to_back(VIDEO, 1, length_s=6.0)[0]
+    tags = (_cast(scene.scene_id, LIGHT_GREY),
+            SceneTag(scene.scene_id, "black-and-white", 1.0, "measure-palette", "1"))
+    written = EmbeddedDescriber().write(TargetView(scene, tags, (), None), needle_type="scene")
+    assert isinstance(written, WrittenNeedle)
+    assert written.description == "A black-and-white, mostly light-grey scene."

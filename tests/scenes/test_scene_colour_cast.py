@@ -19,6 +19,7 @@ from needleforge.scenes.colour_cast import (
     family_of,
     looks_like,
     mostly,
+    negative_look,
 )
 from needleforge.studio.real_assets import REAL_SOURCES, sample_frames
 
@@ -46,11 +47,47 @@ def test_the_lego_model_on_its_backdrop_is_mostly_orange() -> None:
     assert word == "mostly orange" and 0.7 <= share <= 0.9
 
 
-@pytest.mark.parametrize("name", sorted(set(REAL_SOURCES) - {"lego"}))
+#: The real clips of the zebrafish tank: a pale grey backdrop with a few small dark fish.
+TANKS = ("fish", "fish2")
+
+
+@pytest.mark.parametrize("name", sorted(set(REAL_SOURCES) - {"lego", *TANKS}))
 def test_no_other_real_clip_is_mostly_one_colour(name: str) -> None:
     """The nearest are the night towers (blue on one frame in eight, 0.43 or less on the
     rest), the diver's water (blue 0.14-0.62) and the lectern room (orange 0.38-0.40)."""
     assert cast_tags(_frames(name)) == []
+
+
+@pytest.mark.parametrize("name", TANKS)
+def test_the_zebrafish_tank_is_mostly_light_grey(name: str) -> None:
+    frames = _frames(name)
+    assert all(mostly(f, "light-grey") for f in frames)
+    [(word, share)] = cast_tags(frames)
+    assert word == "mostly light-grey" and share >= 0.95
+
+
+def test_the_mid_grey_race_film_may_be_a_negative_for_light_grey_but_the_beige_desk_not() -> None:
+    """The 1906 race film is grey too, but darker and textured (median luma under 0.5): a
+    viewer does not take it for the pale tank. The desk under the coin is near-neutral beige
+    (chroma 0.09, too coloured to be called grey) at a light-grey luma: it may not serve."""
+    race = _frames("race1906")
+    assert not any(mostly(f, "light-grey") for f in race)
+    assert sum(looks_like(f, "light-grey") for f in race) == 0
+    desk = _frames("coin")
+    assert not any(mostly(f, "light-grey") for f in desk)
+    assert all(looks_like(f, "light-grey") for f in desk)
+    assert "median luma" in (negative_look(desk[0], "light-grey") or "")
+
+
+@pytest.mark.parametrize(("value", "word"), [(0.7, "light-grey"), (0.92, "white")])
+def test_flat_neutral_frames_and_the_gap_between_grey_and_white(value: float, word: str) -> None:
+    assert cast_tags([_flat(0.0, sat=0.0, val=value)]) == [(f"mostly {word}", 1.0)]
+    between = _flat(0.0, sat=0.0, val=0.83)  # neither light grey nor white ...
+    assert cast_tags([between]) == []
+    # ... yet no negative for either
+    assert looks_like(between, "light-grey") and looks_like(between, "white")
+    beige = _flat(40.0, sat=0.12, val=0.75)  # chroma 0.09: not neutral
+    assert cast_tags([beige]) == [] and looks_like(beige, "light-grey")
 
 
 def test_the_cat_on_its_yellow_lit_bed_is_no_negative_for_mostly_orange() -> None:
@@ -101,8 +138,11 @@ def test_words_and_bad_input() -> None:
     assert {family_of(w) for w in CAST_WORDS} >= {"red", "orange", "green", "blue"}
     with pytest.raises(ValueError, match="colour-cast word"):
         family_of("orange")
+    assert family_of("mostly light-grey") == "light-grey"
     with pytest.raises(ValueError, match="unknown colour"):
         cast_share(_flat(25.0), "teal")
+    with pytest.raises(ValueError, match="unknown colour"):
+        negative_look(_flat(25.0), "grey")
     for image in (np.zeros((4, 4), np.uint8), np.zeros((4, 4, 3), np.float32),
                   np.zeros((0, 4, 3), np.uint8)):
         with pytest.raises(ValueError, match="image"):

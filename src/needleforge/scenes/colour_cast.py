@@ -27,10 +27,25 @@ coloured shots stay under the threshold — the night towers 0.45-0.64 blue (one
 three over half), the campus lawn 0.34-0.37 green, the lectern room 0.40-0.42 orange, the
 tree at a window 0.23-0.25 green; the cat on its yellow-lit bed holds only 0.06-0.15 in the
 orange or yellow cores but 0.8 coloured, which the widened range catches in a negative.
+
+**Greys and white.** A picture can be mostly one *neutral* tone as well: the zebrafish tank
+of the archival and animals programs is a pale grey backdrop with a few small dark fish, and
+no detector or tagger word fits it ("refrigerator", "beaker"). A pixel is *neutral* when its
+chroma stays under :data:`NEUTRAL_CHROMA` (0.06: a beige desk at 0.09 is not grey), and each
+neutral word owns a luma band (Rec. 601, :data:`NEUTRALS`), with a gap between light grey
+and white. A frame is mostly that tone when half its picture is neutral in the band. Greys
+are less salient than a colour, so the negative rule differs: a negative looks that tone when
+more than :data:`MAX_NEUTRAL_NEGATIVE_SHARE` of its picture is neutral in the band, or when
+most of it is near-neutral (chroma under :data:`COLOURED_CHROMA`) with a median luma inside the
+band widened by :data:`NEUTRAL_MARGIN` (so the beige desk, median 0.62, may not be a negative
+for "mostly light-grey", while the mid-grey race film, median 0.41-0.49, may). Measured: the
+tank 0.98-1.00 light grey on every frame; every other real clip at most 0.32 (a street frame), the
+race film's dust cloud 0.25.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 
 import numpy as np
@@ -40,16 +55,18 @@ from needleforge.backends.active_picture import active_picture
 
 #: Recorded as the tag's backend and version; bumped when the measure changes.
 MEASURE_NAME = "measure-colour-cast"
-MEASURE_VERSION = "1"
+MEASURE_VERSION = "2"
 #: Colour word -> core hue range in degrees, ``[start, stop)``; red wraps around 0.
 FAMILIES: Mapping[str, tuple[float, float]] = {
     "red": (345.0, 15.0), "orange": (15.0, 38.0), "yellow": (46.0, 68.0),
     "green": (80.0, 155.0), "blue": (195.0, 255.0), "purple": (265.0, 295.0),
     "pink": (305.0, 340.0),
 }
-#: The scene tags of this measure, one per colour word.
+#: Neutral word -> luma band ``[low, high)`` of its near-neutral pixels (Rec. 601, 0..1).
+NEUTRALS: Mapping[str, tuple[float, float]] = {"light-grey": (0.58, 0.80), "white": (0.86, 1.01)}
+#: The scene tags of this measure, one per colour or neutral word.
 CAST_PREFIX = "mostly "
-CAST_WORDS: frozenset[str] = frozenset(CAST_PREFIX + name for name in FAMILIES)
+CAST_WORDS: frozenset[str] = frozenset(CAST_PREFIX + name for name in (*FAMILIES, *NEUTRALS))
 #: Chroma (0..1) a pixel needs to count as coloured.
 COLOURED_CHROMA = 0.15
 #: Share of the picture a frame needs in one core range to be "mostly" that colour.
@@ -58,6 +75,12 @@ MIN_CAST_SHARE = 0.5
 MARGIN_DEG = 20.0
 #: Share of a negative's picture (widened range) above which it looks that colour.
 MAX_NEGATIVE_SHARE = 0.15
+#: Chroma (0..1) under which a pixel is neutral (grey, white or black).
+NEUTRAL_CHROMA = 0.06
+#: Luma added each side of a neutral band when a mostly near-neutral negative is checked.
+NEUTRAL_MARGIN = 0.05
+#: Share of a negative's picture neutral in the band above which it looks that tone.
+MAX_NEUTRAL_NEGATIVE_SHARE = 0.3
 #: Pixels sampled per frame, at most (a regular grid).
 _SAMPLE = 65536
 
@@ -73,9 +96,22 @@ def family_of(word: str) -> str:
     return word.removeprefix(CAST_PREFIX)
 
 
-def _hues(image: npt.NDArray[np.uint8]) -> tuple[npt.NDArray[np.float64], int]:
-    """The hue (degrees) of each coloured pixel of ``image``'s active picture, on a regular
-    sample, and the number of pixels sampled.
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Sample:
+    """A frame's active picture on a regular grid: each pixel's hue (degrees, NaN when not
+    coloured), chroma and luma, both in 0..1."""
+
+    hue: npt.NDArray[np.float64]
+    chroma: npt.NDArray[np.float64]
+    luma: npt.NDArray[np.float64]
+
+    @property
+    def n(self) -> int:
+        return max(len(self.chroma), 1)
+
+
+def _sample(image: npt.NDArray[np.uint8]) -> _Sample:
+    """``image``'s active picture, sampled (:class:`_Sample`); empty when it has none.
 
     Raises:
         ValueError: an image that is not ``(H, W, 3)`` ``uint8``, or is empty.
@@ -86,63 +122,108 @@ def _hues(image: npt.NDArray[np.uint8]) -> tuple[npt.NDArray[np.float64], int]:
         raise ValueError(f"image shape {image.shape} is empty")
     picture = active_picture(image)
     if picture is None:
-        return np.zeros(0), 1
+        return _Sample(np.zeros(0), np.zeros(0), np.zeros(0))
     pixels = picture.crop(image)
     step = max(1, int(np.sqrt(pixels.shape[0] * pixels.shape[1] / _SAMPLE)))
-    rgb = pixels[::step, ::step].reshape(-1, 3).astype(np.float64)
+    rgb = pixels[::step, ::step].reshape(-1, 3).astype(np.float64) / 255.0
     high, low = rgb.max(axis=1), rgb.min(axis=1)
     chroma = high - low
-    coloured = chroma >= COLOURED_CHROMA * 255.0
-    r, g, b = rgb[coloured].T
-    c, top = chroma[coloured], high[coloured]
-    hue = np.where(top == r, ((g - b) / c) % 6.0,
-                   np.where(top == g, (b - r) / c + 2.0, (r - g) / c + 4.0)) * 60.0
-    return hue, len(rgb)
+    r, g, b = rgb.T
+    with np.errstate(divide="ignore", invalid="ignore"):
+        hue = np.where(high == r, ((g - b) / chroma) % 6.0,
+                       np.where(high == g, (b - r) / chroma + 2.0, (r - g) / chroma + 4.0))
+    hue = np.where(chroma >= COLOURED_CHROMA, hue * 60.0, np.nan)
+    return _Sample(hue, chroma, rgb @ np.array([0.299, 0.587, 0.114]))
 
 
-def _share(hues: npt.NDArray[np.float64], n: int, start: float, stop: float) -> float:
-    """The share of ``n`` pixels whose hue lies in ``[start, stop)`` (degrees, may wrap)."""
+def _hue_share(sample: _Sample, start: float, stop: float) -> float:
+    """The share of the sampled pixels coloured with a hue in ``[start, stop)`` (degrees, may
+    wrap)."""
     start, stop = start % 360.0, stop % 360.0
+    hues = sample.hue
     inside = ((hues >= start) & (hues < stop) if start < stop
               else (hues >= start) | (hues < stop))
-    return float(inside.sum()) / max(n, 1)
+    return float(inside.sum()) / sample.n
 
 
-def cast_share(image: npt.NDArray[np.uint8], colour: str, *, widened: bool = False) -> float:
-    """The share of ``image``'s picture coloured in ``colour``'s core hue range (or that range
-    widened by :data:`MARGIN_DEG` each side).
+def _neutral_share(sample: _Sample, low: float, high: float) -> float:
+    """The share of the sampled pixels that are neutral with a luma in ``[low, high)``."""
+    inside = (sample.chroma < NEUTRAL_CHROMA) & (sample.luma >= low) & (sample.luma < high)
+    return float(inside.sum()) / sample.n
+
+
+def _core_share(sample: _Sample, colour: str) -> float:
+    if colour in NEUTRALS:
+        return _neutral_share(sample, *NEUTRALS[colour])
+    return _hue_share(sample, *FAMILIES[colour])
+
+
+def _known(colour: str) -> None:
+    if colour not in FAMILIES and colour not in NEUTRALS:
+        raise ValueError(f"unknown colour {colour!r}; known: {sorted([*FAMILIES, *NEUTRALS])}")
+
+
+def cast_share(image: npt.NDArray[np.uint8], colour: str) -> float:
+    """The share of ``image``'s picture in ``colour``'s core hue range (a colour word) or
+    neutral in its luma band (a neutral word).
 
     Raises:
-        ValueError: an unknown colour, or a bad image (see :func:`_hues`).
+        ValueError: an unknown colour, or a bad image (see :func:`_sample`).
     """
-    if colour not in FAMILIES:
-        raise ValueError(f"unknown colour {colour!r}; known: {sorted(FAMILIES)}")
-    start, stop = FAMILIES[colour]
-    if widened:
-        start, stop = start - MARGIN_DEG, stop + MARGIN_DEG
-    hues, n = _hues(image)
-    return _share(hues, n, start, stop)
+    _known(colour)
+    return _core_share(_sample(image), colour)
 
 
 def mostly(image: npt.NDArray[np.uint8], colour: str) -> bool:
-    """Whether the frame is mostly ``colour`` (:data:`MIN_CAST_SHARE` in the core range)."""
+    """Whether the frame is mostly ``colour`` (:data:`MIN_CAST_SHARE` of it)."""
     return cast_share(image, colour) >= MIN_CAST_SHARE
 
 
+def negative_look(image: npt.NDArray[np.uint8], colour: str) -> str | None:
+    """Why a viewer could take the frame for a "mostly ``colour``" one, or None (a negative
+    must give None). A colour: more than :data:`MAX_NEGATIVE_SHARE` of it in the core range
+    widened by :data:`MARGIN_DEG`. A neutral tone: more than
+    :data:`MAX_NEUTRAL_NEGATIVE_SHARE` of it neutral in the band, or mostly near-neutral with
+    a median luma in the band widened by :data:`NEUTRAL_MARGIN`.
+
+    Raises:
+        ValueError: an unknown colour, or a bad image (see :func:`_sample`).
+    """
+    _known(colour)
+    sample = _sample(image)
+    if colour in FAMILIES:
+        start, stop = FAMILIES[colour]
+        share = _hue_share(sample, start - MARGIN_DEG, stop + MARGIN_DEG)
+        return (f"{share:.2f} of its picture near {colour}, at most {MAX_NEGATIVE_SHARE}"
+                if share > MAX_NEGATIVE_SHARE else None)
+    share = _core_share(sample, colour)
+    if share > MAX_NEUTRAL_NEGATIVE_SHARE:
+        return f"{share:.2f} of its picture {colour}, at most {MAX_NEUTRAL_NEGATIVE_SHARE}"
+    greyish = sample.chroma < COLOURED_CHROMA
+    low, high = NEUTRALS[colour]
+    if greyish.sum() * 2 >= sample.n and greyish.any():
+        median = float(np.median(sample.luma[greyish]))
+        if low - NEUTRAL_MARGIN <= median < high + NEUTRAL_MARGIN:
+            return (f"mostly near-neutral with a median luma {median:.2f} near the {colour} "
+                    f"band [{low:.2f}, {high:.2f})")
+    return None
+
+
 def looks_like(image: npt.NDArray[np.uint8], colour: str) -> bool:
-    """Whether a viewer could take the frame for a "mostly ``colour``" one: more than
-    :data:`MAX_NEGATIVE_SHARE` of it in the widened range (a negative must not)."""
-    return cast_share(image, colour, widened=True) > MAX_NEGATIVE_SHARE
+    """Whether a viewer could take the frame for a "mostly ``colour``" one
+    (:func:`negative_look`)."""
+    return negative_look(image, colour) is not None
 
 
 def cast_tags(images: Sequence[npt.NDArray[np.uint8]]) -> list[tuple[str, float]]:
     """``[("mostly <colour>", smallest share)]`` when every one of a scene's keyframes
-    ``images`` is mostly the same colour, else none (also for no keyframes)."""
+    ``images`` is mostly the same colour or neutral tone, else none (also for no
+    keyframes)."""
     if not images:
         return []
-    measured = [_hues(image) for image in images]
-    for colour, (start, stop) in FAMILIES.items():
-        shares = [_share(hues, n, start, stop) for hues, n in measured]
+    measured = [_sample(image) for image in images]
+    for colour in (*FAMILIES, *NEUTRALS):
+        shares = [_core_share(sample, colour) for sample in measured]
         if min(shares) >= MIN_CAST_SHARE:
             return [(CAST_PREFIX + colour, round(min(shares), 4))]
     return []

@@ -54,11 +54,10 @@ def _negative_cast(negative: SceneView, colour: str) -> str | None:
     """``negative-colour-cast``: a negative with a frame a viewer could take for a mostly
     ``colour`` one (:func:`needleforge.scenes.colour_cast.looks_like`)."""
     for frame in negative.keyframes:
-        if colour_cast.looks_like(frame.image, colour):
-            share = colour_cast.cast_share(frame.image, colour, widened=True)
+        why = colour_cast.negative_look(frame.image, colour)
+        if why is not None:
             return (f"refused by negative-colour-cast: negative {negative.scene.scene_id} "
-                    f"looks {colour} at t={frame.t_s:.2f} s ({share:.2f} of its picture near "
-                    f"{colour}, at most {colour_cast.MAX_NEGATIVE_SHARE})")
+                    f"looks {colour} at t={frame.t_s:.2f} s ({why})")
     return None
 
 

@@ -33,7 +33,10 @@ inputs than the ones that produced the claim (rules and thresholds: :mod:`.confi
    :data:`TEXT_FRAMES` of those frames (``reread-text``, PP-OCRv4,
    :mod:`needleforge.scenes.onscreen`), and then the reader may see it on none of up to
    :data:`TEXT_FRAMES` frames of each negative, at any confidence it reports
-   (``negative-text``: text the tables missed, read once or misread there);
+   (``negative-text``: text the tables missed, read once or misread there); "someone
+   walking" must be seen again, person boxes matched on consecutive frames moving across a
+   still shot (``measure-walking``, :mod:`needleforge.scenes.walking`), and no negative may
+   show a person moving or one that cannot be followed (``negative-walking``);
 4. no negative may show a named COCO label (``negative-redetect``: SSD x1.5 at
    ``negative_min_score`` on any of its frames; a person must show a pose), nor, when the
    question names people, a body pose anywhere in a frame (``negative-pose``, MoveNet on
@@ -72,6 +75,7 @@ from pathlib import Path
 
 from needleforge.backends.base import Keyframe
 from needleforge.backends.embedded import confirm as c
+from needleforge.backends.embedded.action_checks import confirm_walking, negative_walking
 from needleforge.backends.embedded.eyes import Eyes, Submit
 from needleforge.backends.embedded.labels import COCO_LABELS
 from needleforge.backends.embedded.ocr import EmbeddedTextReader
@@ -100,6 +104,7 @@ from needleforge.scenes import onscreen
 from needleforge.scenes.palette import (
     SHOT_WORDS,
 )
+from needleforge.scenes.walking import WALK_TAG
 
 _COCO = frozenset(COCO_LABELS.values())
 #: An object at least this share of the frame is a crop the ImageNet classifier reads well:
@@ -162,7 +167,7 @@ class LookingVerifier(EmbeddedVerifier):
     @property
     def version(self) -> str:
         """Bumped whenever a rule or threshold here or in :mod:`.confirm` changes."""
-        return "7"
+        return "8"
 
     def verify(self, request: VerifyRequest) -> Verdict:
         """Pass only when the tables pass, every claim is confirmed by a second signal on
@@ -214,7 +219,7 @@ class LookingVerifier(EmbeddedVerifier):
         queued = self._eyes.look_ahead(target.scene.scene_id, c.other_frames(
             target.keyframes, used_s=self._used_times(target), tolerance_s=self._same_s),
             submit)
-        if any(t in _COCO for t, _ in self._claims(request)):
+        if any(t in _COCO or t == WALK_TAG for t, _ in self._claims(request)):
             for negative in request.negatives:
                 queued += self._eyes.look_ahead(negative.scene.scene_id, negative.keyframes,
                                                 submit)
@@ -274,6 +279,9 @@ class LookingVerifier(EmbeddedVerifier):
         COCO label through its tracks (``count`` of them) or anywhere in the frames, a tag
         by the tagger."""
         eyes, sid, tried = self._eyes, target.scene.scene_id, []
+        if term == WALK_TAG:
+            found = confirm_walking(frames, eyes.detections(sid))
+            return (found if found.confirmed else None), [found]
         if term in SHOT_WORDS:
             found = palette(term, frames)
             return (found if found.confirmed else None), [found]
@@ -323,9 +331,12 @@ class LookingVerifier(EmbeddedVerifier):
                 refusal = self._text.negative_refusal(quote, negative)
                 if refusal is not None:
                     return Verdict(False, refusal)
+        walks = any(term == WALK_TAG for term, _ in self._claims(request))
         attire = described_attire(f"{request.description}\n{request.question}", labels)
         for negative in request.negatives:
-            refusal = self._negative_refusal(negative, labels, attire)
+            refusal = self._negative_refusal(negative, labels, attire) or (
+                negative_walking(negative, self._eyes.detections(negative.scene.scene_id))
+                if walks else None)
             if refusal is not None:
                 return Verdict(False, refusal)
             looked += len(negative.keyframes)

@@ -86,6 +86,7 @@ from needleforge.records.phrases import (
 from needleforge.scenes import onscreen
 from needleforge.scenes.bodies import BODY_TAG
 from needleforge.scenes.palette import SHOT_WORDS
+from needleforge.scenes.walking import WALK_TAG
 
 #: Words a detector (and the tagger's coarse groups) can name: tags a second model can check.
 DETECTOR_WORDS = frozenset(normalize(w) for w in (*COCO_LABELS.values(), *IMAGENET_COARSE))
@@ -388,18 +389,22 @@ class EmbeddedDescriber:
         labels = view.as_scene_view().labels
         ranked = [t for t in ranked_tags(view.tags) if t not in view.common_terms]
         # Whole-shot words a measure gave ("black-and-white"): they say what kind of scene.
-        shot = " ".join(["a", *sorted(t for t in ranked if t in SHOT_WORDS), "scene"])
+        shot_words = sorted(t for t in ranked if t in SHOT_WORDS)
+        shot = f"a {', '.join(shot_words)} scene" if shot_words else "a scene"
         tags = [t for t in ranked if t not in labels and t not in SHOT_WORDS
-                and t != BODY_TAG and not onscreen.is_text_tag(t)
+                and t not in (BODY_TAG, WALK_TAG) and not onscreen.is_text_tag(t)
                 and (self._fine_tags or t in DETECTOR_WORDS)][: self._top_tags]
         quote = text_part(view)
+        # Someone walking (a measured action) says more than "people", and lets shots of
+        # people standing or sitting serve as negatives.
+        things = [p for label, p in objects if not (WALK_TAG in ranked and is_person(label))]
+        things += [WALK_TAG] if WALK_TAG in ranked else []
         if quote is not None:
             clause = f"{shot} where {onscreen.phrase(quote)}"
-        elif objects and tags:
-            clause = (f"{shot} with {join_words([p for _, p in objects])}, "
-                      f"in a setting tagged {join_words(tags)}")
-        elif objects:
-            clause = f"{shot} with {join_words([p for _, p in objects])}"
+        elif things and tags:
+            clause = f"{shot} with {join_words(things)}, in a setting tagged {join_words(tags)}"
+        elif things:
+            clause = f"{shot} with {join_words(things)}"
         elif tags:
             clause = f"{shot} tagged {join_words(tags)}"
         elif shot != "a scene":

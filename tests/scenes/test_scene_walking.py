@@ -1,0 +1,149 @@
+"""Someone walking, measured: stored person tracks that cross a still shot, and person boxes
+matched on pairs of real frames — the pedestrians on a campus lawn walk; the man talking in a
+car, the talk and its intro do not; a face close-up moves the whole picture and cannot be
+read."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import numpy.typing as npt
+import pytest
+
+from needleforge.backends.base import Keyframe
+from needleforge.backends.embedded.eyes import Eyes
+from needleforge.errors import StudioError
+from needleforge.records import Box, Detection, ObjectAttributes, ObjectTrack, TimedBox
+from needleforge.records.base import object_id_for, scene_id_for
+from needleforge.scenes.walking import (
+    MIN_SPEED,
+    NEGATIVE_SPEED,
+    WALK_TAG,
+    PairLook,
+    camera_shift,
+    camera_still,
+    gait,
+    nobody_walks,
+    pair_looks,
+    walking_tags,
+    walks,
+)
+from needleforge.studio.real_assets import sample_frames
+
+SCENE = scene_id_for("v" + "ab" * 8, 0)
+
+
+def _frames(name: str, *, most: int = 6) -> list[npt.NDArray[np.uint8]]:
+    """Frames of real clip ``name``, 25 decoded frames (a second at 25 fps) apart."""
+    try:
+        return sample_frames(name, most=most)
+    except StudioError as err:
+        pytest.skip(f"real clip {name!r} not installed: {err}")
+
+
+@pytest.fixture(scope="module")
+def eyes() -> Eyes:
+    return Eyes(num_threads=2, cache=256, min_score=0.4)
+
+
+def _looks(eyes: Eyes, name: str, *, min_speed: float) -> list[PairLook]:
+    frames = _frames(name)
+    detect = eyes.detections(name)
+    return pair_looks([float(i) for i in range(len(frames))], frames,
+                      detect=lambda t, image: detect(Keyframe(t, image)), min_speed=min_speed)
+
+
+def test_the_pedestrians_walk_and_may_not_be_a_negative(eyes: Eyes) -> None:
+    looks = _looks(eyes, "pedestrians", min_speed=MIN_SPEED)
+    assert walks(looks), [look.describe() for look in looks]
+    assert not nobody_walks(_looks(eyes, "pedestrians", min_speed=NEGATIVE_SPEED))
+
+
+@pytest.mark.parametrize("name", ["carphone", "talk", "intro", "city"])
+def test_people_sitting_or_standing_and_empty_streets_may_be_negatives(eyes: Eyes,
+                                                                       name: str) -> None:
+    looks = _looks(eyes, name, min_speed=NEGATIVE_SPEED)
+    assert nobody_walks(looks), [look.describe() for look in looks]
+    assert not walks(_looks(eyes, name, min_speed=MIN_SPEED))
+
+
+def test_a_face_close_up_moves_the_picture_and_cannot_be_read(eyes: Eyes) -> None:
+    """The face fills the frame, so phase correlation follows it: a negative that cannot be
+    read is refused (it might show someone walking), never taken for a walk."""
+    looks = _looks(eyes, "face", min_speed=NEGATIVE_SPEED)
+    assert any(look.kind == "unreadable" for look in looks) and not nobody_walks(looks)
+    assert not walks(_looks(eyes, "face", min_speed=MIN_SPEED))
+
+
+def _track(index: int, tag: str, centres: Sequence[tuple[float, float]], *,
+           h: float = 0.2, w: float = 0.08, dt: float = 1.0) -> ObjectTrack:
+    boxes = tuple(TimedBox(k * dt, Box(x - w / 2, y - h / 2, w, h))
+                  for k, (x, y) in enumerate(centres))
+    end = (len(centres) - 1) * dt
+    return ObjectTrack(
+        object_id=object_id_for(SCENE, index), scene_id=SCENE, index=index, tag=tag,
+        start_s=0.0, end_s=end, visible_s=end, mean_area_frac=h * w, mean_score=0.9,
+        boxes=boxes, attributes=ObjectAttributes(colour="black", position="centre",
+                                                 size_rank=1),
+        referring_expression=f"the {tag}", backend="test", model_version="1")
+
+
+def _still(n: int = 4) -> tuple[list[float], list[npt.NDArray[np.uint8]]]:
+    rng = np.random.default_rng(0)
+    image = rng.integers(0, 255, (90, 160, 3), dtype=np.uint8)
+    return [float(k) for k in range(n)], [image] * n
+
+
+def test_a_track_crossing_a_still_shot_walks_and_a_jittering_one_does_not() -> None:
+    times, images = _still()
+    # 0.1 of the width a second on a 16:9 frame = 0.18 frame heights = 0.9 box heights/s
+    walker = _track(0, "person", [(0.2 + 0.1 * k, 0.5) for k in range(4)])
+    stander = _track(1, "person", [(0.5 + 0.01 * (-1) ** k, 0.5) for k in range(4)])
+    assert gait(walker, aspect=16 / 9) is not None and gait(walker, aspect=16 / 9).walking
+    assert not gait(stander, aspect=16 / 9).walking  # type: ignore[union-attr]
+    assert walking_tags([walker, stander], times, images) == [(WALK_TAG, 0.8889)]
+    assert walking_tags([stander], times, images) == []
+    short = _track(2, "person", [(0.2, 0.5), (0.4, 0.5)])  # two boxes: too short to tell
+    assert gait(short, aspect=16 / 9) is None and walking_tags([short], times, images) == []
+    car = _track(3, "car", [(0.2 + 0.1 * k, 0.5) for k in range(4)])
+    assert walking_tags([car], times, images) == []  # only people walk
+
+
+def test_a_rider_is_not_walking_and_a_moving_camera_says_nothing() -> None:
+    times, images = _still()
+    rider = _track(0, "person", [(0.2 + 0.1 * k, 0.5) for k in range(4)])
+    bicycle = _track(1, "bicycle", [(0.2 + 0.1 * k, 0.55) for k in range(4)], h=0.15, w=0.12)
+    assert walking_tags([rider, bicycle], times, images) == []
+    panned = [np.roll(images[0], 12 * k, axis=1) for k in range(4)]  # 12 px a second
+    assert not camera_still(times, panned) and camera_still(times, images)
+    assert camera_shift(images[0], panned[1]) == pytest.approx(12 / 90, abs=0.01)
+    assert walking_tags([_track(0, "person", [(0.2 + 0.1 * k, 0.5) for k in range(4)])],
+                        times, panned) == []
+
+
+def test_pairs_of_boxes_matched_on_synthetic_detections() -> None:
+    times, images = _still(3)
+    boxes = {0.0: [Box(0.10, 0.4, 0.05, 0.2), Box(0.70, 0.4, 0.05, 0.2)],
+             1.0: [Box(0.16, 0.4, 0.05, 0.2), Box(0.70, 0.4, 0.05, 0.2)],
+             2.0: [Box(0.70, 0.4, 0.05, 0.2)]}  # the walker left the frame
+
+    def detect(t: float, image: npt.NDArray[np.uint8]) -> list[Detection]:
+        return [Detection(t, "person", 0.9, box) for box in boxes[t]]
+
+    looks = pair_looks(times, images, detect=detect, min_speed=MIN_SPEED)
+    # 0.06 of the width over 1 s = 0.107 frame heights = 0.53 box heights a second
+    assert [look.kind for look in looks] == ["moving", "still"]
+    assert looks[0].speed == pytest.approx(0.06 * 160 / 90 / 0.2, abs=0.01)
+    assert walks(looks) and not nobody_walks(looks)
+    assert walks([]) is False and nobody_walks([]) is True
+
+
+def test_bad_frames_are_refused() -> None:
+    good = np.zeros((90, 160, 3), np.uint8)
+    with pytest.raises(ValueError, match="uint8"):
+        camera_shift(good.astype(np.float32), good)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="uint8"):
+        camera_shift(np.zeros((0, 160, 3), np.uint8), good)
+    with pytest.raises(ValueError, match="differ in size"):
+        camera_shift(good, np.zeros((180, 160, 3), np.uint8))
