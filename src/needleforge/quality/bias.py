@@ -47,7 +47,7 @@ from __future__ import annotations
 import dataclasses
 from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Literal, TypeAlias
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
@@ -62,9 +62,10 @@ from needleforge.evaluate.blind import (
     prior_answers,
     random_end_s,
 )
-from needleforge.evaluate.intervals import bootstrap_ci
+from needleforge.evaluate.intervals import Outcomes, bootstrap_ci
 from needleforge.evaluate.metrics import evaluate_grounding
 from needleforge.evaluate.parse import parse_choice
+from needleforge.evaluate.prompts import AnswerKind
 from needleforge.evaluate.records import (
     ChoiceQuestion,
     GroundingQuestion,
@@ -79,7 +80,6 @@ from needleforge.records.questions import LETTERS
 if TYPE_CHECKING:
     import pandas as pd
 
-Kind: TypeAlias = Literal["grounding", "choice"]
 AUDIT_TIOU = 0.5
 RANDOM_DRAWS = 256
 #: Confidence of the audit's intervals *together* (Bonferroni over its blind rows).
@@ -87,12 +87,12 @@ CONFIDENCE = 0.95
 #: Fold splits each blind baseline is cross-fitted over (scores averaged): less split luck.
 FOLD_SPLITS = 4
 #: Which answers each blind baseline has a prior for (it answers the rest as random does).
-SCOPES: Mapping[str, tuple[Kind, ...]] = {
+SCOPES: Mapping[str, tuple[AnswerKind, ...]] = {
     "position_prior": ("grounding",), "length_prior": ("grounding",),
     "text_only": ("grounding", "choice"), "option_prior": ("choice",),
     "letter_prior": ("choice",),
 }
-METRICS: Mapping[Kind, str] = {"grounding": f"R@1x tIoU {AUDIT_TIOU:g} (exact seconds)",
+METRICS: Mapping[AnswerKind, str] = {"grounding": f"R@1x tIoU {AUDIT_TIOU:g} (exact seconds)",
                                "choice": "accuracy per try"}
 _AT_ZERO_S = 0.05
 
@@ -103,7 +103,7 @@ class BaselineScore:
     its interval (95 % together with the audit's other rows), and random's."""
 
     baseline: str
-    kind: Kind
+    kind: AnswerKind
     n: int
     score: float
     ci_low: float
@@ -276,9 +276,6 @@ def _letters(choice: Sequence[ChoiceQuestion]) -> dict[int, tuple[int, ...]]:
     return {t: tuple(c[i] for i in range(len(LETTERS))) for t, c in per_try.items()}
 
 
-Outcomes: TypeAlias = tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]
-
-
 def _grounding_hits(questions: Sequence[GroundingQuestion],
                     spans: Sequence[Sequence[Sequence[Span]]]) -> npt.NDArray[np.float64]:
     """Targets recalled per question at :data:`AUDIT_TIOU`, averaged over the span sets
@@ -319,7 +316,7 @@ def _clusters(keys: Sequence[str], num: Sequence[float], den: Sequence[float]) -
     return n, d
 
 
-def _score(name: str, kind: Kind, outcomes: Outcomes, random: float, *, n: int,
+def _score(name: str, kind: AnswerKind, outcomes: Outcomes, random: float, *, n: int,
            seed: int, level: float) -> BaselineScore:
     num, den = outcomes
     low, high = bootstrap_ci(outcomes, seed=seed, level=level)
@@ -392,10 +389,10 @@ def _choice_scores(choice: Sequence[ChoiceQuestion],
 
 
 def _blind_answers(questions: Sequence[Question], *, seed: int, repeats: int
-                   ) -> dict[Kind, dict[str, list[list[Prediction | None]]]]:
+                   ) -> dict[AnswerKind, dict[str, list[list[Prediction | None]]]]:
     """Every blind baseline's cross-fitted answers (``repeats`` fold splits; None: no
     opinion), split by the kind they have a prior for."""
-    out: dict[Kind, dict[str, list[list[Prediction | None]]]] = {"grounding": {},
+    out: dict[AnswerKind, dict[str, list[list[Prediction | None]]]] = {"grounding": {},
                                                                  "choice": {}}
     for name in BLIND_NAMES:
         for r in range(repeats):

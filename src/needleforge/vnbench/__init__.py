@@ -21,10 +21,10 @@ from needleforge.vnbench.records import (
     Haystack,
     Needle,
     Region,
-    Skip,
     VNBenchError,
     VNBenchResult,
     VNBenchSample,
+    VNBenchSkip,
 )
 from needleforge.vnbench.stage import build_vnbench
 
@@ -32,10 +32,10 @@ __all__ = [
     "Haystack",
     "Needle",
     "Region",
-    "Skip",
     "VNBenchError",
     "VNBenchResult",
     "VNBenchSample",
+    "VNBenchSkip",
     "all_records",
     "build_vnbench",
     "choice_records",

@@ -13,7 +13,8 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
-from needleforge.vnbench.assets import RGB, load_rgb
+from needleforge.backends.base import RGBImage
+from needleforge.vnbench.assets import load_rgb
 from needleforge.vnbench.records import Region
 
 
@@ -25,7 +26,7 @@ def fit_region(size: tuple[int, int], *, width: int, height: int) -> Region:
     return Region(x=(width - w) // 2, y=(height - h) // 2, width=w, height=h)
 
 
-def still_frame(image: Path, *, width: int, height: int) -> RGB:
+def still_frame(image: Path, *, width: int, height: int) -> RGBImage:
     """The frame of an inserted still: the image fitted into the frame on black.
 
     Raises:

@@ -169,7 +169,7 @@ class VNBenchSample:
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
-class Skip:
+class VNBenchSkip:
     """Something the stage left out, and why (``what`` names the task, asset or haystack)."""
 
     what: str
@@ -190,4 +190,4 @@ class VNBenchResult:
     questions: tuple[dict[str, Any], ...]
     vnbench_json: tuple[dict[str, Any], ...]
     videos: tuple[Path, ...]
-    skipped: tuple[Skip, ...]
+    skipped: tuple[VNBenchSkip, ...]

@@ -104,7 +104,7 @@ class Pools:
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
-class Content:
+class NeedleContent:
     """One needle's content before placement."""
 
     label: str
@@ -117,7 +117,7 @@ class Content:
 class Draft:
     """A subtask's needles in time order, the retrieval pool, and the counted label."""
 
-    contents: tuple[Content, ...]
+    contents: tuple[NeedleContent, ...]
     pool: tuple[str, ...] = ()
     counted: str = ""
 
@@ -132,12 +132,12 @@ def labels_for(spec: SubtaskSpec, *, pools: Pools) -> tuple[str, ...]:
 
 
 def _content(spec: SubtaskSpec, *, label: str, pools: Pools, rng: random.Random,
-             copies: int = 1) -> Content:
+             copies: int = 1) -> NeedleContent:
     if spec.kind == "subtitle":
-        return Content(label=label, text=subtitle_for(label))
+        return NeedleContent(label=label, text=subtitle_for(label))
     files = ([c.path for c in pools.clips.of_label(label)] if spec.kind == "clip"
              else [i.path for i in pools.images.of_label(label)])
-    return Content(label=label, asset=str(rng.choice(files)), copies=copies)
+    return NeedleContent(label=label, asset=str(rng.choice(files)), copies=copies)
 
 
 def count_bounds(spec: SubtaskSpec, *, pools: Pools) -> tuple[int, int]:
