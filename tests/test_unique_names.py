@@ -30,7 +30,7 @@ SAME_MEANING: dict[str, frozenset[str]] = {
 }
 #: Names whose definitions mean different things, not renamed yet: each rename touches code
 #: that another change was rewriting when this list was written (issue 34: nemo/ and objects/,
-#: review/, backends/embedded/ssd_runtime.py), or a public name of its package.
+#: review/, backends/embedded/ssd_runtime.py).
 TO_RENAME: dict[str, frozenset[str]] = {
     # float64 arrays everywhere but in the SSD runtime, where it is float32
     "FloatArray": frozenset({
@@ -39,14 +39,6 @@ TO_RENAME: dict[str, frozenset[str]] = {
         "nemo/checks/negative_scan.py"}),
     # a verifier's verdict on a question; a human judge's verdict
     "Verdict": frozenset({"backends/writing.py", "review/verdicts.py"}),
-    # a label family (objects); the question family, nemo or vnbench
-    "Family": frozenset({"objects/families.py", "records/questions.py"}),
-    # an image array (objects); a picture block of the release card
-    "Image": frozenset({"objects/settle.py", "release/markup.py"}),
-    # a released question as evaluate reads it (public alias of ReleaseQuestion); a NeMo question
-    "Question": frozenset({"evaluate/records.py", "records/nemo.py"}),
-    # a pixel box (nemo's change gate); a VNBench needle's pasted region
-    "Region": frozenset({"nemo/checks/change_gate.py", "vnbench/records.py"}),
     # two piece-of-a-montage types that issue 34's one span type replaces
     "_Piece": frozenset({"nemo/grow.py", "nemo/plan.py"}),
 }

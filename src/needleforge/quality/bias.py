@@ -70,7 +70,7 @@ from needleforge.evaluate.records import (
     ChoiceQuestion,
     GroundingQuestion,
     Prediction,
-    Question,
+    ReleaseQuestion,
     Span,
     question_from_json,
     vnbench_group,
@@ -206,10 +206,10 @@ def flat_p(counts: Sequence[int]) -> float | None:
     return float(stats.chisquare(counts).pvalue)
 
 
-def read_questions(records: Sequence[Any]) -> list[Question]:
+def read_questions(records: Sequence[Any]) -> list[ReleaseQuestion]:
     """The records that load as scorer questions, first of each key; the others are left to
     the release suite, which names them (the audit never raises on bad records)."""
-    questions: dict[tuple[str, int | None], Question] = {}
+    questions: dict[tuple[str, int | None], ReleaseQuestion] = {}
     for record in records:
         try:
             question = question_from_json(record)
@@ -388,7 +388,7 @@ def _choice_scores(choice: Sequence[ChoiceQuestion],
     return scores
 
 
-def _blind_answers(questions: Sequence[Question], *, seed: int, repeats: int
+def _blind_answers(questions: Sequence[ReleaseQuestion], *, seed: int, repeats: int
                    ) -> dict[AnswerKind, dict[str, list[list[Prediction | None]]]]:
     """Every blind baseline's cross-fitted answers (``repeats`` fold splits; None: no
     opinion), split by the kind they have a prior for."""

@@ -20,7 +20,7 @@ from needleforge.vnbench.export import (
 from needleforge.vnbench.records import (
     Haystack,
     Needle,
-    Region,
+    NeedleRegion,
     VNBenchError,
     VNBenchResult,
     VNBenchSample,
@@ -31,7 +31,7 @@ from needleforge.vnbench.stage import build_vnbench
 __all__ = [
     "Haystack",
     "Needle",
-    "Region",
+    "NeedleRegion",
     "VNBenchError",
     "VNBenchResult",
     "VNBenchSample",

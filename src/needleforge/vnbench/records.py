@@ -34,7 +34,7 @@ def _check(condition: bool, message: str) -> None:
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
-class Region:
+class NeedleRegion:
     """A rectangle of the output frame in pixels, where one copy of an image is pasted."""
 
     x: int
@@ -81,7 +81,7 @@ class Needle:
     end_s: float
     text: str | None = None
     asset: str | None = None
-    regions: tuple[Region, ...] = ()
+    regions: tuple[NeedleRegion, ...] = ()
 
     def __post_init__(self) -> None:
         _check(math.isfinite(self.start_s) and 0 <= self.start_s < self.end_s,

@@ -31,7 +31,7 @@ from PIL import Image
 from needleforge.vnbench.assets import ImageSet
 from needleforge.vnbench.clips import ClipSet
 from needleforge.vnbench.names import subtitle_for
-from needleforge.vnbench.records import Group, Method, NeedleKind, Region, VNBenchError
+from needleforge.vnbench.records import Group, Method, NeedleKind, NeedleRegion, VNBenchError
 
 ORDER_NEEDLES = 4
 #: Counting-E2: seconds edited and the most copies per second (seed 000, App. A.4).
@@ -219,7 +219,7 @@ def _need(spec: SubtaskSpec, *, pool: Sequence[str], n: int) -> None:
 
 
 def grid_regions(asset: str, *, copies: int, width: int, height: int,
-                 rng: random.Random) -> tuple[Region, ...]:
+                 rng: random.Random) -> tuple[NeedleRegion, ...]:
     """Where ``copies`` copies of image ``asset`` go: distinct cells of a 3x3 grid.
 
     Each copy keeps the image's aspect ratio, fits its cell less an 8 % margin and is
@@ -244,5 +244,5 @@ def grid_regions(asset: str, *, copies: int, width: int, height: int,
         w, h = max(2, round(img_w * scale)), max(2, round(img_h * scale))
         x = (cell % GRID) * cell_w + (cell_w - w) // 2
         y = (cell // GRID) * cell_h + (cell_h - h) // 2
-        regions.append(Region(x=x, y=y, width=w, height=h))
+        regions.append(NeedleRegion(x=x, y=y, width=w, height=h))
     return tuple(regions)
