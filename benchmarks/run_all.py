@@ -18,7 +18,8 @@ Figures issue 9 asks for, and where they come from:
 * VNBench rendering against a full re-encode per sample — ``vnbench_render.py``;
 * represent wall time with 1 vs 2 workers, threads and Dask — ``scaling.py``;
 * also ingest throughput (``ingest.py``), answer validity against the studio truth
-  (``validity.py``) and, when present, ``evaluate.py``.
+  (``validity.py``), what inflect and scipy.stats cost a fresh process
+  (``library_imports.py``) and, when present, ``evaluate.py``.
 
 Run: ``make bench`` or ``PYTHONPATH=. .venv/bin/python benchmarks/run_all.py --out DIR``
 (``--only NAME,...`` / ``--skip NAME,...`` pick benchmarks; ``--list`` shows them).
@@ -73,6 +74,7 @@ def suite(out: Path) -> list[Bench]:
         Bench("scaling", "scaling.py", ("--videos", "4", "--video-s", "20")),
         Bench("ingest", "ingest.py", ("--mib", "128"), scratch=False),
         Bench("validity", "validity.py", ("--videos", "2", "--video-s", "60")),
+        Bench("library_imports", "library_imports.py", ("--repeat", "3"), scratch=False),
     ]
     if (HERE / "evaluate.py").is_file():
         # median of 1 instead of 3: the slowest benchmark otherwise (~200 s of 15 min)

@@ -26,7 +26,7 @@ from needleforge.expand_params import CellCaps as CellCaps
 from needleforge.expand_params import ExpandParams as ExpandParams
 from needleforge.object_params import DEFAULT_LABEL_FAMILIES as DEFAULT_LABEL_FAMILIES
 from needleforge.object_params import ObjectParams as ObjectParams
-from needleforge.params_base import Section as _Section
+from needleforge.params_base import ParamsSection as _Section
 from needleforge.params_base import anchor_paths
 
 

@@ -11,7 +11,7 @@ from typing import Annotated
 
 from pydantic import Field
 
-from needleforge.params_base import Section as _Section
+from needleforge.params_base import ParamsSection as _Section
 
 
 class EvaluateParams(_Section):

@@ -10,7 +10,7 @@ from typing import Annotated
 
 from pydantic import Field, model_validator
 
-from needleforge.params_base import Section as _Section
+from needleforge.params_base import ParamsSection as _Section
 from needleforge.records.questions import LONG_MIN_S, SHORT_MAX_S
 
 

@@ -9,7 +9,7 @@ from typing import Annotated
 
 from pydantic import Field, field_validator
 
-from needleforge.params_base import Section as _Section
+from needleforge.params_base import ParamsSection as _Section
 
 #: Labels one object may get on different keyframes: the COCO detector calls one van "car"
 #: on one frame and "truck" on the next. Fragments of one object are merged across a family.

@@ -12,7 +12,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict
 
 
-class Section(BaseModel):
+class ParamsSection(BaseModel):
     """A ``params.yaml`` section: unknown keys are errors naming them; instances are frozen."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)

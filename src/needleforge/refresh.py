@@ -164,7 +164,7 @@ def represent_failures(result: Mapping[str, Any], *, known: Collection[str]
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
-class Verdict:
+class RefreshDecision:
     """Whether to go on to a release, and why (``failed``: stop and fail the run)."""
 
     go: bool
@@ -176,7 +176,7 @@ class Verdict:
 
 def decide(plan: RefreshPlan, *, previous: BuildInfo | None,
            failures: Sequence[StageFailure], failed_videos: Collection[str] = ()
-           ) -> Verdict:
+           ) -> RefreshDecision:
     """Release or not (module docstring), from the store's videos less ``failed_videos``."""
     with Store(plan.db, read_only=True) as store:
         shas = [v.sha256 for v in store.videos() if v.video_id not in failed_videos]
@@ -184,22 +184,22 @@ def decide(plan: RefreshPlan, *, previous: BuildInfo | None,
     prev = previous.path.name if previous is not None else None
     new = [f for f in failures if f.new]
     if plan.force and shas:
-        return Verdict(True, False, "forced (--force)", current, prev)
+        return RefreshDecision(True, False, "forced (--force)", current, prev)
     if not shas:
-        return Verdict(False, True, "no usable source video in the store" +
-                       (f"; {len(new)} source(s) failed" if new else ""), current, prev)
+        return RefreshDecision(False, True, "no usable source video in the store" +
+                               (f"; {len(new)} source(s) failed" if new else ""), current, prev)
     if previous is None or previous.inputs is None:
         why = "first release" if previous is None else \
             f"release {prev} records no inputs fingerprint"
-        return Verdict(True, False, why, current, prev)
+        return RefreshDecision(True, False, why, current, prev)
     changes = current.differences(previous.inputs)
     if changes:
-        return Verdict(True, False, f"since {prev}: " + ", ".join(changes), current, prev)
+        return RefreshDecision(True, False, f"since {prev}: " + ", ".join(changes), current, prev)
     if new:
-        return Verdict(False, True, f"nothing new succeeded since release {prev}: "
-                       f"{len(new)} new source(s) were refused or failed", current, prev)
-    return Verdict(False, False, f"nothing new since release {prev}: no new authorized "
-                   "source, params and code unchanged", current, prev)
+        return RefreshDecision(False, True, f"nothing new succeeded since release {prev}: "
+                               f"{len(new)} new source(s) were refused or failed", current, prev)
+    return RefreshDecision(False, False, f"nothing new since release {prev}: no new authorized "
+                           "source, params and code unchanged", current, prev)
 
 
 def previous_build(plan: RefreshPlan, previous: Path | None) -> BuildInfo | None:

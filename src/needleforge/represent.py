@@ -22,10 +22,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Literal, TypeVar
 
-import numpy as np
-import numpy.typing as npt
-
 from needleforge.backends import Detector, Keyframe, Registry, Tagger, TextReader
+from needleforge.backends.base import RGBImage
 from needleforge.backends.embedded.pose import EmbeddedPose
 from needleforge.config import ObjectParams, SceneParams
 from needleforge.errors import BackendError, MediaError, NeedleforgeError, SubtitleError
@@ -53,8 +51,6 @@ from needleforge.scenes import (
 from needleforge.scenes.bodies import BODY_TAG, body_share
 from needleforge.scenes.palette import MEASURE_NAME, MEASURE_VERSION, shot_words
 from needleforge.scenes.subtitles import Cue
-
-Image = npt.NDArray[np.uint8]
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -297,7 +293,7 @@ def _tag_source(tag: TagScore, objects: Sequence[ObjectTrack], *, models: Models
     return models.tagger.name, models.tagger.version
 
 
-def _tag_crop(tagger: Tagger, scene_id: str, crop: Image, t_s: float) -> list[TagScore]:
+def _tag_crop(tagger: Tagger, scene_id: str, crop: RGBImage, t_s: float) -> list[TagScore]:
     """The tagger's answer for one object's crop (the second look of
     :mod:`needleforge.objects.settle`), checked like every backend answer."""
     return _backend_call(tagger, TagScore, scene_id, t_s, functools.partial(tagger.tag, crop))

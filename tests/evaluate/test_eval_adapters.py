@@ -199,6 +199,16 @@ def test_find_label_prefers_longest_and_earliest() -> None:
     assert find_label("Two dogs chase a cat") == "dog"
     assert find_label("When does the woman wave?") == "person"
     assert find_label("When does the sunset start?") is None
+
+
+@pytest.mark.parametrize(("question", "label"), [
+    ("How many knives lie on the board?", "knife"), ("When do the mice appear?", "mouse"),
+    ("Count the buses.", "bus"), ("When are the wine glasses filled?", "wine glass"),
+    ("When are the skis waxed?", "skis"), ("Where are the sheep?", "sheep"),
+    ("When do the knifes appear?", None),  # a misspelt plural names nothing
+])
+def test_find_label_reads_english_plurals(question: str, label: str | None) -> None:
+    assert find_label(question) == label
     assert squash("The secret word is  RIVER!") == "thesecretwordisriver"
 
 

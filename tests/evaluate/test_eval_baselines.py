@@ -148,6 +148,8 @@ def test_embedded_bad_settings_are_refused() -> None:
     ("What does the text on the sign say?", True),
     ("When is the texture of the rug shown?", False),
     ("Count the inserted still pictures showing the space shuttle.", False),
+    ("Which words appear, in order?", True),
+    ("Which subtitles name a city?", True),
 ])
 def test_only_text_questions_ask_for_ocr(question: str, asks: bool) -> None:
     from needleforge.evaluate.baselines import _asks_text

@@ -34,11 +34,11 @@ from needleforge.evaluate.blind import (
     modal_start,
     random_answer,
 )
-from needleforge.evaluate.records import ChoiceQuestion, Question, question_from_json
+from needleforge.evaluate.records import ChoiceQuestion, ReleaseQuestion, question_from_json
 from tests.evaluate.eval_helpers import choice_tries, grounding_q, write_jsonl
 
 
-def _questions(rows: Sequence[dict[str, Any]]) -> list[Question]:
+def _questions(rows: Sequence[dict[str, Any]]) -> list[ReleaseQuestion]:
     return [question_from_json(r) for r in rows]
 
 
@@ -74,11 +74,11 @@ class _Spy:
         self.fitted_on: list[set[tuple[str, int | None]]] = []
         self.asked: list[tuple[set[tuple[str, int | None]], tuple[str, int | None]]] = []
 
-    def fit(self, train: Sequence[Question]) -> Fitted:
+    def fit(self, train: Sequence[ReleaseQuestion]) -> Fitted:
         seen = {q.key for q in train}
         self.fitted_on.append(seen)
 
-        def answer(q: Question) -> None:
+        def answer(q: ReleaseQuestion) -> None:
             self.asked.append((seen, q.key))
 
         return answer

@@ -28,6 +28,37 @@ def test_cluster_interval_holds_the_estimate_and_shrinks_with_more_questions() -
     assert bootstrap_ci((np.zeros(3), np.zeros(3))) == (0.0, 0.0)  # nothing to divide
 
 
+#: Fixed outcomes and the intervals the hand-written bootstrap gave before SciPy's (13d845a).
+_RNG = np.random.default_rng(7)
+_HITS = (_RNG.random(40) < 0.3).astype(float)
+_DEN = _RNG.integers(1, 4, 40).astype(float)
+_NUM = np.minimum(_DEN, _RNG.integers(0, 4, 40)).astype(float)
+_GROUPS = {"b": [1.0, 0.0, 1.0, 1.0, 0.0, 1.0, 0.0, 1.0],
+           "a": [0.0, 0.0, 1.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0, 0.0], "c": [1.0, 1.0, 0.0, 1.0]}
+
+
+def test_cluster_intervals_are_the_old_ones() -> None:
+    assert bootstrap_ci((_HITS, np.ones(40))) == pytest.approx(
+        (0.19808909493745003, 0.50191090506255), rel=1e-12)
+    assert bootstrap_ci((_NUM, _DEN), seed=3, level=0.9) == pytest.approx(
+        (0.4509092971005641, 0.6843921825431981), rel=1e-12)
+    assert bootstrap_ci((_NUM, _DEN), resamples=500) == pytest.approx(
+        (0.4156271100874841, 0.6969912790096635), rel=1e-12)
+    assert bootstrap_ci((np.array([2.0]), np.array([3.0]))) == pytest.approx((2 / 3, 2 / 3))
+
+
+def test_stratified_intervals_are_the_old_ones() -> None:
+    assert stratified_ci(_GROUPS, _mean) == pytest.approx(
+        (0.288903207711508, 0.7796509365226898), rel=1e-12)
+    assert stratified_ci(_GROUPS, lambda m: m["b"] - m["a"], seed=5, level=0.8) == (
+        pytest.approx((0.0, 0.6425426480542942), rel=1e-12))
+    # a group of one outcome resamples to itself and leaves the others' draws alone
+    lone = {"z": [0.0, 1.0, 0.0], "a": [1.0], "m": [1.0, 1.0, 0.0, 0.0]}
+    assert stratified_ci(lone, _mean) == pytest.approx(
+        (0.4166666666666667, 0.8333333333333334), rel=1e-12)
+    assert stratified_ci({"a": [1.0], "b": [0.0]}, _mean) == (0.5, 0.5)
+
+
 def test_stratified_interval_resamples_within_each_group() -> None:
     groups = {"a": [1.0] * 10, "b": [0.0] * 10}  # no spread inside a group: no spread at all
     assert stratified_ci(groups, _mean) == (0.5, 0.5)

@@ -10,7 +10,9 @@ from PIL import Image
 
 from needleforge.errors import EvaluationError
 from needleforge.evaluate import Prediction, leaderboard, question_from_json, score
+from needleforge.evaluate.leaderboard import Leaderboard, LeaderboardRow, leaderboard_from_rows
 from tests.evaluate.eval_media import choice_records, grounding_record
+from tests.html_parts import html_parts, texts
 
 
 def _write_scores(folder: Path, name: str, *, hits: dict[str, bool], letter: int) -> None:
@@ -106,3 +108,33 @@ def test_bad_folders_and_files(tmp_path: Path) -> None:
     (tmp_path / "x.json").write_text('{"grounding": {"all": {"all": {"recall": {"0.7": NaN}}}}}')
     with pytest.raises(EvaluationError, match="finite"):
         leaderboard(tmp_path)
+
+
+#: A model name as hostile as a score file's ``model`` key can make it.
+HOSTILE_MODEL = "<img src=x onerror=\"alert('x')\"> & </td>"
+
+
+def _hostile_board() -> Leaderboard:
+    rows = [LeaderboardRow(model=HOSTILE_MODEL, recall_07=0.5, recall_05=0.75, average_map=0.4,
+                           vnbench_overall=None, recall_07_by_bucket={"short": 0.5},
+                           recall_07_ci=(0.25, 0.75), recall_05_ci=(0.5, 1.0)),
+            LeaderboardRow(model="random", recall_07=0.25, recall_05=None, average_map=None,
+                           vnbench_overall=0.25, recall_07_by_bucket={},
+                           recall_07_ci=(0.0, 0.5), vnbench_overall_ci=(0.1, 0.4),
+                           recall_07_second_set=0.2)]
+    return leaderboard_from_rows(rows)
+
+
+def test_html_table_shows_what_it_showed_before() -> None:
+    """``snapshots/leaderboard.html`` is the f-string renderer's table (13d845a); compared as a
+    browser reads both (:mod:`tests.html_parts`), so only escape spellings may differ."""
+    golden = Path(__file__).parent / "snapshots" / "leaderboard.html"
+    assert html_parts(_hostile_board().to_html()) == html_parts(
+        golden.read_text(encoding="utf-8"))
+
+
+def test_a_hostile_model_name_stays_text() -> None:
+    page = _hostile_board().to_html()
+    assert "<img" not in page and HOSTILE_MODEL in texts(page)
+    assert {p[1] for p in html_parts(page) if p[0] == "start"} == {
+        "table", "thead", "tbody", "tr", "th", "td", "p"}

@@ -19,7 +19,6 @@ from needleforge.quality.bias import (
     BIAS_COLUMNS,
     audit_release,
     bias_frame,
-    chi2_sf,
     flat_p,
 )
 from needleforge.quality.planted import plant_early, plant_ones
@@ -36,12 +35,24 @@ def releases(tmp_path_factory: pytest.TempPathFactory) -> dict[int, list[dict[st
     return {seed: studio_release(seed, tmp) for seed in SEEDS}
 
 
-def test_chi_square_tail_matches_the_tables() -> None:
-    for x, dof, p in ((3.841, 1, 0.05), (5.991, 2, 0.05), (7.815, 3, 0.05), (16.919, 9, 0.05),
-                      (21.666, 9, 0.01), (0.0, 4, 1.0)):
-        assert chi2_sf(x, dof) == pytest.approx(p, abs=5e-4), (x, dof)
+#: (counts, p-value) from the closed-form chi-square tail this audit used before SciPy (13d845a).
+OLD_FLAT_P = [
+    ([12, 9, 7, 4], 0.2357033699265325), ([30, 10], 0.0015654022580025488),
+    ([5, 5, 5, 6, 9, 3, 2, 8, 7, 1], 0.23994317887658745), ([1, 0, 0], 0.3678794411714422),
+    ([25, 20, 22, 18, 15], 0.5746972058298043),
+]
+
+
+@pytest.mark.parametrize(("counts", "p"), OLD_FLAT_P)
+def test_flatness_p_values_are_the_old_ones(counts: list[int], p: float) -> None:
+    assert flat_p(counts) == pytest.approx(p, rel=1e-12)
+
+
+def test_flatness_p_values_match_the_tables() -> None:
+    # counts whose chi-square statistic is the 5 % critical value of 1 and 3 dof
+    assert flat_p([60, 40]) == pytest.approx(0.0455, abs=5e-4)  # x = 4.0, dof 1
     assert flat_p([10, 10, 10, 10]) == 1.0 and flat_p([40, 0, 0, 0]) < 1e-6
-    assert flat_p([]) is None
+    assert flat_p([]) is None and flat_p([7]) is None and flat_p([0, 0, 0]) is None
 
 
 @pytest.mark.parametrize("seed", SEEDS)

@@ -15,7 +15,7 @@ import pytest
 
 from needleforge.config import Params
 from needleforge.errors import ReleaseError
-from needleforge.evaluate import Question
+from needleforge.evaluate import ReleaseQuestion
 from needleforge.release import build_release, load_release, publish, pull
 from tests.release.release_cases import init_git_dvc, make_store
 
@@ -60,7 +60,7 @@ def clone(origin: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     return target
 
 
-def _texts(questions: tuple[Question, ...]) -> dict[str, str]:
+def _texts(questions: tuple[ReleaseQuestion, ...]) -> dict[str, str]:
     return {q.question_id: q.question for q in questions}
 
 

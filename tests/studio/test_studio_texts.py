@@ -14,8 +14,9 @@ from studio_helpers import packet_s
 
 from needleforge.errors import StudioError
 from needleforge.records import Authorization, Box
+from needleforge.scenes.subtitles import Cue
 from needleforge.studio import StudioReport
-from needleforge.studio.subtitles import Cue, format_srt, srt_timestamp
+from needleforge.studio.subtitles import format_srt, srt_timestamp
 
 _SRT_BLOCK = re.compile(
     r"(?P<n>\d+)\n"

@@ -18,7 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from needleforge.config import VNBenchParams
-from needleforge.media.gop import CopyRun, GopSource, PieceCodec, Refusal
+from needleforge.media.gop import CopyRun, GopRefusal, GopSource, PieceCodec
 from needleforge.media.h264 import AvcConfig, annexb_units, nal_units, param_set_id
 from needleforge.vnbench.plan import edit_seconds, insert_points, place
 from needleforge.vnbench.records import Haystack, Method, Needle, VNBenchSample
@@ -132,7 +132,7 @@ def test_plan_shows_the_haystack_in_order_with_needles_where_planned(
         case: tuple[VNBenchSample, GopSource]) -> None:
     sample, source = case
     plan = splice_plan(sample, source, max_gop_s=MAX_GOP_S)
-    if isinstance(plan, Refusal):
+    if isinstance(plan, GopRefusal):
         assert "longer than" in plan.reason
         return
     assert expand(plan) == expected(sample)
@@ -181,7 +181,7 @@ def test_a_needle_in_a_long_gop_is_refused_with_its_length() -> None:
     sample = make_sample(10, method="edit", positions=[1])
     source = fake_source([0, gop, 100 + gop], n_frames=100)
     plan = splice_plan(sample, source, max_gop_s=MAX_GOP_S)
-    assert isinstance(plan, Refusal)
+    assert isinstance(plan, GopRefusal)
     assert f"{gop / FPS:g} s GOP" in plan.reason and "source frames [0, " in plan.reason
     assert f"longer than max_gop_s = {MAX_GOP_S:g} s" in plan.reason
     assert isinstance(splice_plan(sample, source, max_gop_s=gop / FPS), SplicePlan)

@@ -22,7 +22,7 @@ from needleforge.backends.base import (
     ensure_rgb,
     tags_from_detections,
 )
-from needleforge.backends.registry import FAMILIES, Family, Registry, default_registry
+from needleforge.backends.registry import FAMILIES, BackendFamily, Registry, default_registry
 from needleforge.backends.writing import (
     Describer,
     SceneView,
@@ -36,9 +36,9 @@ from needleforge.backends.writing import (
 
 __all__ = [
     "FAMILIES",
+    "BackendFamily",
     "Describer",
     "Detector",
-    "Family",
     "Keyframe",
     "RGBImage",
     "Registry",

@@ -22,14 +22,14 @@ from needleforge.backends.embedding import ImageEmbedder
 from needleforge.backends.writing import Describer, Verifier
 from needleforge.errors import BackendError
 
-Family: TypeAlias = Literal[
+BackendFamily: TypeAlias = Literal[
     "tagger", "detector", "text_reader", "describer", "verifier", "image_embedder"
 ]
 #: Every backend family, in a stable order (used in error messages).
-FAMILIES: tuple[Family, ...] = get_args(Family)
+FAMILIES: tuple[BackendFamily, ...] = get_args(BackendFamily)
 Backend: TypeAlias = Tagger | Detector | TextReader | Describer | Verifier | ImageEmbedder
 
-_PROTOCOLS: Mapping[Family, type] = MappingProxyType(
+_PROTOCOLS: Mapping[BackendFamily, type] = MappingProxyType(
     {"tagger": Tagger, "detector": Detector, "text_reader": TextReader,
      "describer": Describer, "verifier": Verifier, "image_embedder": ImageEmbedder}
 )
@@ -39,7 +39,7 @@ class Registry:
     """Maps ``(family, name)`` to a factory; instances are independent of each other."""
 
     def __init__(self) -> None:
-        self._factories: dict[Family, dict[str, Callable[..., object]]] = {
+        self._factories: dict[BackendFamily, dict[str, Callable[..., object]]] = {
             family: {} for family in FAMILIES
         }
 
@@ -141,7 +141,7 @@ class Registry:
         factory = self._factory(family, name)
         _check_options(family, name, factory, options)
         backend = factory(**options)
-        protocol = _PROTOCOLS[cast(Family, family)]
+        protocol = _PROTOCOLS[cast(BackendFamily, family)]
         if not isinstance(backend, protocol):
             raise BackendError(
                 f"{family} backend {name!r} built a {type(backend).__name__}, "

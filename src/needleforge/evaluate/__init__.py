@@ -31,7 +31,7 @@ from needleforge.evaluate.records import (
     ChoiceQuestion,
     GroundingQuestion,
     Prediction,
-    Question,
+    ReleaseQuestion,
     question_from_json,
     vnbench_group,
 )
@@ -69,8 +69,8 @@ __all__ = [
     "OpenAIVideoLLM",
     "Prediction",
     "QVHighlightsScores",
-    "Question",
     "RandomBaseline",
+    "ReleaseQuestion",
     "ScoreReport",
     "SpanParse",
     "VNBenchSummary",

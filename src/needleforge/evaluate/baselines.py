@@ -40,6 +40,7 @@ from needleforge.errors import BackendError
 from needleforge.evaluate.memo import LRUCache, NearDuplicateMemo
 from needleforge.evaluate.prompts import AnswerKind
 from needleforge.evaluate.records import LETTERS
+from needleforge.records.phrases import term_spans
 
 if TYPE_CHECKING:
     from needleforge.backends.embedded.detector import EmbeddedDetector
@@ -61,10 +62,9 @@ _MAX_SPANS = 5
 _TYPICAL_SPAN_S = (3.0, 8.0)
 
 
-def _vocabulary() -> list[tuple[str, str]]:
-    """``(word, label)`` pairs, longest word first so "cell phone" wins over "phone"."""
-    pairs = [(label, label) for label in COCO_LABELS.values()] + list(SYNONYMS.items())
-    return sorted(pairs, key=lambda pair: -len(pair[0]))
+def _vocabulary() -> dict[str, str]:
+    """Word → COCO label: every label names itself, and :data:`SYNONYMS` name labels."""
+    return {**{label: label for label in COCO_LABELS.values()}, **SYNONYMS}
 
 
 _VOCABULARY = _vocabulary()
@@ -74,18 +74,14 @@ def find_label(text: str) -> str | None:
     """The COCO label named in ``text`` (whole words, plurals allowed), earliest mention first.
 
     Longer names win over their own parts ("cell phone" over "phone"); None if none is named.
+    Names and plurals are matched as :func:`~needleforge.records.phrases.term_spans` does
+    everywhere else ("knives" names "knife").
     """
-    lowered = text.casefold()
-    best: tuple[int, str] | None = None
-    taken: list[tuple[int, int]] = []
-    for word, label in _VOCABULARY:
-        for match in re.finditer(rf"\b{re.escape(word)}(?:s|es)?\b", lowered):
-            if any(s <= match.start() < e for s, e in taken):
-                continue  # inside a longer name already found
-            taken.append(match.span())
-            if best is None or match.start() < best[0]:
-                best = (match.start(), label)
-    return None if best is None else best[1]
+    found = term_spans(text, _VOCABULARY)
+    if not found:
+        return None
+    first = min(found, key=lambda word: (found[word][0][0], -len(word)))
+    return _VOCABULARY[first]
 
 
 def squash(text: str) -> str:
@@ -312,8 +308,7 @@ class EmbeddedGroundingBaseline:
 
 def _asks_text(question: str) -> bool:
     """Whether ``question`` asks about text on screen (a caption, a word, a subtitle)."""
-    lowered = question.casefold()
-    return any(re.search(rf"\b{re.escape(word)}s?\b", lowered) for word in _TEXT_WORDS)
+    return bool(term_spans(question, _TEXT_WORDS))
 
 
 def _as_int(text: str) -> int | None:

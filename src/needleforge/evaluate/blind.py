@@ -52,7 +52,7 @@ from needleforge.evaluate.records import (
     ChoiceQuestion,
     GroundingQuestion,
     Prediction,
-    Question,
+    ReleaseQuestion,
     Span,
 )
 
@@ -67,7 +67,7 @@ _WORD_RE = re.compile(r"[a-z0-9]+")
 #: The random fallback reads frame times only: every frame is this 1x1 black image.
 _NO_PIXELS = np.zeros((1, 1, 3), dtype=np.uint8)
 #: A fitted prior: a question's answer, or None when it has no opinion (random answers then).
-Fitted = Callable[[Question], Prediction | None]
+Fitted = Callable[[ReleaseQuestion], Prediction | None]
 
 
 class BlindBaseline(Protocol):
@@ -75,7 +75,7 @@ class BlindBaseline(Protocol):
 
     name: str
 
-    def fit(self, train: Sequence[Question]) -> Fitted:
+    def fit(self, train: Sequence[ReleaseQuestion]) -> Fitted:
         """The prior of ``train``, as a function answering other questions."""
 
 
@@ -90,12 +90,12 @@ def _frames(duration_s: float) -> tuple[TimedFrame, ...]:
     return tuple((t, _NO_PIXELS) for t in sample_times(duration_s, max_frames=RANDOM_FRAMES))
 
 
-def random_end_s(question: Question) -> float:
+def random_end_s(question: ReleaseQuestion) -> float:
     """The end of the time range the random baseline draws spans in for ``question``."""
     return _frames(question.duration_s)[-1][0] + 0.5
 
 
-def random_answer(question: Question, *, seed: int = 0) -> Prediction:
+def random_answer(question: ReleaseQuestion, *, seed: int = 0) -> Prediction:
     """What the random baseline answers (seed ``seed``, :data:`RANDOM_FRAMES` instants)."""
     frames = _frames(question.duration_s)
     model = RandomBaseline(seed=seed)
@@ -155,7 +155,7 @@ def modal_start(starts: Sequence[float], *, bins: int = POSITION_BINS) -> float:
     return statistics.median(s for s in starts if min(int(s * bins), bins - 1) == fullest)
 
 
-def _at_modal_start(train: Sequence[Question], *, bins: int,
+def _at_modal_start(train: Sequence[ReleaseQuestion], *, bins: int,
                     length: Callable[[GroundingQuestion], float]) -> Fitted:
     """Answer grounding questions with a span of ``length(q)`` at ``train``'s modal start."""
     starts = [relative_start(q) for q in train if isinstance(q, GroundingQuestion)]
@@ -173,7 +173,7 @@ class PositionPrior:
     def __init__(self, *, bins: int = POSITION_BINS) -> None:
         self.bins = bins
 
-    def fit(self, train: Sequence[Question]) -> Fitted:
+    def fit(self, train: Sequence[ReleaseQuestion]) -> Fitted:
         """Fit the modal relative start of ``train``'s grounding questions; the span keeps
         the random baseline's length (no length prior)."""
         return _at_modal_start(train, bins=self.bins, length=_random_length)
@@ -187,7 +187,7 @@ class LengthPrior:
     def __init__(self, *, bins: int = POSITION_BINS) -> None:
         self.bins = bins
 
-    def fit(self, train: Sequence[Question]) -> Fitted:
+    def fit(self, train: Sequence[ReleaseQuestion]) -> Fitted:
         """Fit the modal relative start and the median earliest-span length of ``train``."""
         lengths = [first_span(q)[1] - first_span(q)[0] for q in train
                    if isinstance(q, GroundingQuestion)]
@@ -245,7 +245,7 @@ class TextOnly:
     def __init__(self, *, k: int = TEXT_NEIGHBOURS) -> None:
         self.k = k
 
-    def fit(self, train: Sequence[Question]) -> Fitted:
+    def fit(self, train: Sequence[ReleaseQuestion]) -> Fitted:
         """Index ``train``'s grounding questions and one try of each choice sample."""
         grounding = [q for q in train if isinstance(q, GroundingQuestion)]
         samples = list({q.question_id: q for q in train if isinstance(q, ChoiceQuestion)
@@ -253,7 +253,7 @@ class TextOnly:
         g_space = _Tfidf([q.question for q in grounding]) if grounding else None
         c_space = _Tfidf([q.question for q in samples]) if samples else None
 
-        def answer(q: Question) -> Prediction | None:
+        def answer(q: ReleaseQuestion) -> Prediction | None:
             if isinstance(q, GroundingQuestion):
                 if g_space is None:
                     return None
@@ -278,7 +278,7 @@ class OptionPrior:
 
     name = "option_prior"
 
-    def fit(self, train: Sequence[Question]) -> Fitted:
+    def fit(self, train: Sequence[ReleaseQuestion]) -> Fitted:
         """Count, per task, how often each text is offered and how often it is right."""
         right: dict[str, Counter[str]] = defaultdict(Counter)
         shown: dict[str, Counter[str]] = defaultdict(Counter)
@@ -287,7 +287,7 @@ class OptionPrior:
                 right[q.task][_norm(q.answer_text)] += 1
                 shown[q.task].update(_norm(o) for o in q.options)
 
-        def answer(q: Question) -> Prediction | None:
+        def answer(q: ReleaseQuestion) -> Prediction | None:
             if not isinstance(q, ChoiceQuestion):
                 return None
             n = len(q.options)
@@ -303,14 +303,14 @@ class LetterPrior:
 
     name = "letter_prior"
 
-    def fit(self, train: Sequence[Question]) -> Fitted:
+    def fit(self, train: Sequence[ReleaseQuestion]) -> Fitted:
         """Count the right letter of each try index."""
         letters: dict[int, Counter[int]] = defaultdict(Counter)
         for q in train:
             if isinstance(q, ChoiceQuestion):
                 letters[q.try_index][q.answer_index] += 1
 
-        def answer(q: Question) -> Prediction | None:
+        def answer(q: ReleaseQuestion) -> Prediction | None:
             if not isinstance(q, ChoiceQuestion):
                 return None
             return _choose(q, [letters[q.try_index][i] for i in range(len(q.options))])
@@ -332,7 +332,7 @@ def blind_baseline(name: str) -> BlindBaseline:
     return makers[name]()
 
 
-def folds(questions: Sequence[Question], *, n_folds: int = N_FOLDS, seed: int = 0
+def folds(questions: Sequence[ReleaseQuestion], *, n_folds: int = N_FOLDS, seed: int = 0
           ) -> list[int]:
     """The fold of each question: whole videos dealt round-robin within each task, in an
     order drawn by ``seed``, so folds are even per task and no video is split.
@@ -359,7 +359,7 @@ def folds(questions: Sequence[Question], *, n_folds: int = N_FOLDS, seed: int = 
     return [fold_of[q.video] for q in questions]
 
 
-def prior_answers(questions: Sequence[Question], model: BlindBaseline, *,
+def prior_answers(questions: Sequence[ReleaseQuestion], model: BlindBaseline, *,
                   n_folds: int = N_FOLDS, seed: int = 0) -> list[Prediction | None]:
     """``model``'s cross-fitted answer to every question, in the given order, None where its
     prior has no opinion (what the bias audit counts at the random baseline's expectation).
@@ -377,7 +377,7 @@ def prior_answers(questions: Sequence[Question], model: BlindBaseline, *,
     return out
 
 
-def blind_predictions(questions: Sequence[Question], model: BlindBaseline, *,
+def blind_predictions(questions: Sequence[ReleaseQuestion], model: BlindBaseline, *,
                       n_folds: int = N_FOLDS, seed: int = 0) -> list[Prediction]:
     """``model``'s cross-fitted answer to every question, in the given order: its prior's
     (:func:`prior_answers`), else the random baseline's (module doc).

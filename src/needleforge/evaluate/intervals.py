@@ -12,9 +12,11 @@ same :func:`bootstrap_ci`.
 - :func:`stratified_ci`: a statistic of groups of equal design size (VNBench's tasks, each
   with its samples), resampled within each group, so every resample has the release's shape.
 
-Both are percentile intervals widened around the estimate by ``sqrt(n / (n - 1))`` (the
-bootstrap's plug-in spread is that much too narrow, which matters for a task of 8 samples)
-and clipped to ``[0, 1]``; both are seeded, so the same outcomes give the same interval.
+Both are SciPy's percentile intervals (:func:`scipy.stats.bootstrap`) widened around the
+estimate by ``sqrt(n / (n - 1))`` (the bootstrap's plug-in spread is that much too narrow,
+which matters for a task of 8 samples) and clipped to ``[0, 1]``; both are seeded, so the same
+outcomes give the same interval. SciPy is imported on first use: ``scipy.stats`` costs ~2 s
+to import, which only the processes that score should pay.
 """
 
 from __future__ import annotations
@@ -60,13 +62,22 @@ def bootstrap_ci(outcomes: Outcomes, *, seed: int = 0, resamples: int = BOOTSTRA
         raise ValueError(f"{num.size} numerators for {den.size} denominators")
     if den.sum() == 0:
         return (0.0, 0.0)
-    rng = np.random.default_rng(seed)
-    picks = rng.integers(0, len(num), size=(resamples, len(num)))
-    totals = den[picks].sum(axis=1)
-    ratios = num[picks].sum(axis=1) / np.where(totals > 0, totals, 1.0)
-    tail = (1 - level) / 2 * 100
-    low, high = np.percentile(ratios, [tail, 100 - tail])
-    return _widened(float(num.sum() / den.sum()), float(low), float(high), len(num))
+    estimate = float(num.sum() / den.sum())
+    if num.size == 1:  # one cluster: every resample is the estimate (SciPy wants two)
+        return (estimate, estimate)
+    from scipy import stats
+
+    def ratio(n: npt.NDArray[np.float64], d: npt.NDArray[np.float64],
+              axis: int = -1) -> npt.NDArray[np.float64]:
+        totals = d.sum(axis=axis)
+        ratios: npt.NDArray[np.float64] = n.sum(axis=axis) / np.where(totals > 0, totals, 1.0)
+        return ratios
+
+    result = stats.bootstrap((num, den), ratio, n_resamples=resamples, paired=True,
+                             vectorized=True, confidence_level=level, method="percentile",
+                             rng=np.random.default_rng(seed))
+    interval = result.confidence_interval
+    return _widened(estimate, float(interval.low), float(interval.high), len(num))
 
 
 def stratified_ci(groups: Mapping[str, Sequence[float]],
@@ -87,17 +98,31 @@ def stratified_ci(groups: Mapping[str, Sequence[float]],
     empty = sorted(g for g, v in groups.items() if len(v) == 0)
     if empty:
         raise ValueError(f"groups without outcomes: {empty}")
-    rng = np.random.default_rng(seed)
-    means: dict[str, npt.NDArray[np.float64]] = {}
-    for name in sorted(groups):
-        values = np.asarray(groups[name], dtype=np.float64)
-        picks = rng.integers(0, values.size, size=(resamples, values.size))
-        means[name] = values[picks].mean(axis=1)
+    names = sorted(groups)
+    values = [np.asarray(groups[name], dtype=np.float64) for name in names]
     estimate = np.asarray(statistic({g: np.asarray([np.mean(v)]) for g, v in groups.items()}))
-    tail = (1 - level) / 2 * 100
-    low, high = np.percentile(np.asarray(statistic(means)), [tail, 100 - tail])
-    return _widened(float(estimate.reshape(-1)[0]), float(low), float(high),
-                    min(len(v) for v in groups.values()))
+    # A group of one outcome resamples to itself (SciPy wants two); its draws would consume
+    # no random numbers, so leaving it out keeps the other groups' draws as they are.
+    varied = [i for i, v in enumerate(values) if v.size > 1]
+    widen_n = min(v.size for v in values)
+    if not varied:
+        point = float(estimate.reshape(-1)[0])
+        return _widened(point, point, point, widen_n)
+    from scipy import stats
+
+    def of_means(*resampled: npt.NDArray[np.float64], axis: int = -1) -> npt.ArrayLike:
+        means = {name: np.full(resampled[0].shape[:-1] or (1,), v.mean())
+                 for name, v in zip(names, values, strict=True)}
+        for i, sample in zip(varied, resampled, strict=True):
+            means[names[i]] = sample.mean(axis=axis)
+        return statistic(means)
+
+    result = stats.bootstrap([values[i] for i in varied], of_means, n_resamples=resamples,
+                             vectorized=True, confidence_level=level, method="percentile",
+                             rng=np.random.default_rng(seed))
+    interval = result.confidence_interval
+    return _widened(float(estimate.reshape(-1)[0]), float(interval.low), float(interval.high),
+                    widen_n)
 
 
 def overlaps(a: Interval, b: Interval) -> bool:

@@ -21,12 +21,14 @@ NeMo's Fig. 5 (accuracy falling as the haystack grows).
 from __future__ import annotations
 
 import dataclasses
-import html
+import functools
 import json
 import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
+
+import jinja2
 
 from needleforge.errors import EvaluationError
 from needleforge.evaluate.intervals import Interval, overlaps
@@ -128,12 +130,8 @@ class Leaderboard:
 
     def to_html(self) -> str:
         """An HTML ``<table>`` and its notes (escaped; no styles, so it can sit in any page)."""
-        head = "".join(f"<th>{html.escape(c)}</th>" for c in COLUMNS)
-        body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row.cells())
-                       + "</tr>\n" for row in self.rows)
-        notes = "".join(f"<p>{html.escape(n)}</p>\n" for n in self.notes())
-        return (f'<table class="leaderboard">\n<thead><tr>{head}</tr></thead>\n'
-                f"<tbody>\n{body}</tbody>\n</table>\n{notes}")
+        return _html_template().render(columns=COLUMNS, rows=[r.cells() for r in self.rows],
+                                       notes=self.notes())
 
     def plot(self, path: str | Path) -> Path:
         """Write a PNG of Recall@1x (tIoU 0.7) against montage duration bucket, one line per
@@ -164,6 +162,29 @@ class Leaderboard:
         finally:
             plt.close(figure)
         return path
+
+
+#: The table (Jinja2, autoescaped as :mod:`needleforge.release.markup`'s card: a model name
+#: comes from a score file and reaches the page as text).
+_HTML = """<table class="leaderboard">
+<thead><tr>{% for c in columns %}<th>{{ c }}</th>{% endfor %}</tr></thead>
+<tbody>
+{% for cells in rows %}
+<tr>{% for c in cells %}<td>{{ c }}</td>{% endfor %}</tr>
+{% endfor %}
+</tbody>
+</table>
+{% for note in notes %}
+<p>{{ note }}</p>
+{% endfor %}
+"""
+
+
+@functools.cache
+def _html_template() -> jinja2.Template:
+    env = jinja2.Environment(autoescape=True, trim_blocks=True, lstrip_blocks=True,
+                             keep_trailing_newline=True, undefined=jinja2.StrictUndefined)
+    return env.from_string(_HTML)
 
 
 def _get(data: Any, *keys: str) -> Any:

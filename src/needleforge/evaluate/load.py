@@ -18,9 +18,9 @@ from typing import Any, Literal, TypeAlias, TypeVar
 
 from needleforge.errors import EvaluationError
 from needleforge.evaluate.qvhighlights import is_submission, prediction_from_submission
-from needleforge.evaluate.records import Prediction, Question, question_from_json
+from needleforge.evaluate.records import Prediction, ReleaseQuestion, question_from_json
 
-_T = TypeVar("_T", Question, Prediction)
+_T = TypeVar("_T", ReleaseQuestion, Prediction)
 #: The layout of a predictions file.
 PredictionFormat: TypeAlias = Literal["needleforge", "moment_detr"]
 
@@ -64,7 +64,7 @@ def _describe(key: tuple[str, int | None]) -> str:
     return f"question_id {question_id!r}" + ("" if try_index is None else f" try {try_index}")
 
 
-def load_questions(path: str | Path) -> list[Question]:
+def load_questions(path: str | Path) -> list[ReleaseQuestion]:
     """Read a release's ``questions.jsonl`` (record format: :mod:`needleforge.evaluate.records`).
 
     Raises:

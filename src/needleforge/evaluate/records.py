@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
-from typing import Any, NoReturn, TypeAlias, get_args
+from typing import Any, NoReturn, get_args
 
 from needleforge.config import VNBenchTask
 from needleforge.errors import EvaluationError
@@ -40,7 +40,7 @@ __all__ = [
     "ChoiceQuestion",
     "GroundingQuestion",
     "Prediction",
-    "Question",
+    "ReleaseQuestion",
     "Span",
     "VNBenchGroup",
     "check_span",
@@ -52,7 +52,6 @@ __all__ = [
 #: VideoNIAH's own evaluation does. Long (``*_long``) and Act (``*_act``) tasks are scored
 #: per task but kept out of the overall. The names are owned by ``config.VNBenchTask``.
 VNBENCH_TASKS: tuple[str, ...] = get_args(VNBenchTask)
-Question: TypeAlias = ReleaseQuestion
 
 
 def _fail(message: str) -> NoReturn:
@@ -64,7 +63,7 @@ def _check_str(name: str, value: object, *, allow_empty: bool = False) -> None:
         _fail(f"{name} = {value!r:.60} must be a {'' if allow_empty else 'non-empty '}string")
 
 
-def question_from_json(data: Any, *, line: int | None = None) -> Question:
+def question_from_json(data: Any, *, line: int | None = None) -> ReleaseQuestion:
     """Build a question from one decoded ``questions.jsonl`` object (the strict parser of
     :func:`needleforge.records.questions.parse_question`).
 

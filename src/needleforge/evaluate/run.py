@@ -34,7 +34,7 @@ from needleforge.evaluate.adapters import VideoLLM
 from needleforge.evaluate.frame_sampling import DEFAULT_FPS, sample_frames, sample_times
 from needleforge.evaluate.load import load_questions
 from needleforge.evaluate.prompts import AnswerKind
-from needleforge.evaluate.records import ChoiceQuestion, Question
+from needleforge.evaluate.records import ChoiceQuestion, ReleaseQuestion
 from needleforge.progress import OnCount
 
 #: What a model that reads no pixels gets as every frame's image (read-only, shared).
@@ -95,7 +95,7 @@ def _write_meta(out: Path, meta: dict[str, Any]) -> None:
     path.write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
 
 
-def _record(question: Question, response: str) -> dict[str, Any]:
+def _record(question: ReleaseQuestion, response: str) -> dict[str, Any]:
     record: dict[str, Any] = {"question_id": question.question_id}
     if isinstance(question, ChoiceQuestion):
         record["try"] = question.try_index
@@ -130,7 +130,7 @@ def run_model(questions_path: str | Path, *, model: VideoLLM, release_dir: str |
         "max_side": max_side, "frame_sampling": "mid-interval, uniform thinning",
         "needleforge_version": needleforge.__version__,
         "questions": str(questions_path)})
-    by_video: dict[str, list[Question]] = defaultdict(list)
+    by_video: dict[str, list[ReleaseQuestion]] = defaultdict(list)
     for question in questions:
         if question.key not in done:
             by_video[question.video].append(question)
@@ -138,7 +138,7 @@ def run_model(questions_path: str | Path, *, model: VideoLLM, release_dir: str |
     lock = threading.Lock()
     progress = [0]
 
-    def write(question: Question, response: str) -> None:
+    def write(question: ReleaseQuestion, response: str) -> None:
         with lock, out.open("a", encoding="utf-8") as handle:
             handle.write(json.dumps(_record(question, response), ensure_ascii=False) + "\n")
             progress[0] += 1
@@ -147,7 +147,7 @@ def run_model(questions_path: str | Path, *, model: VideoLLM, release_dir: str |
 
     needs_pixels = bool(getattr(model, "needs_pixels", True))
 
-    def ask_video(video: str, pending: Sequence[Question]) -> None:
+    def ask_video(video: str, pending: Sequence[ReleaseQuestion]) -> None:
         frames: list[TimedFrame]
         if needs_pixels:
             frames = sample_frames(release_dir / video, fps=fps, max_frames=max_frames,

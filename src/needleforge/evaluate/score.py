@@ -52,7 +52,7 @@ from needleforge.evaluate.records import (
     ChoiceQuestion,
     GroundingQuestion,
     Prediction,
-    Question,
+    ReleaseQuestion,
     Span,
     vnbench_group,
 )
@@ -81,8 +81,8 @@ def _ids(items: Sequence[object]) -> str:
     return shown + (f" and {len(items) - _SHOWN_IDS} more" if len(items) > _SHOWN_IDS else "")
 
 
-def _check_questions(questions: Sequence[Question]) -> tuple[list[GroundingQuestion],
-                                                             list[Sample]]:
+def _check_questions(questions: Sequence[ReleaseQuestion]) -> tuple[list[GroundingQuestion],
+                                                                    list[Sample]]:
     """Split questions into grounding questions and complete multiple-choice samples.
 
     Raises:
@@ -146,7 +146,7 @@ def _check_predictions(predictions: Sequence[Prediction], *, grounding_ids: set[
     return by_key
 
 
-def _labels(questions: Sequence[Question], *, with_group: bool) -> dict[str, list[str]]:
+def _labels(questions: Sequence[ReleaseQuestion], *, with_group: bool) -> dict[str, list[str]]:
     """Each breakdown dimension's label for every question."""
     dims: dict[str, list[str]] = {
         "all": ["all"] * len(questions),
@@ -161,7 +161,7 @@ def _labels(questions: Sequence[Question], *, with_group: bool) -> dict[str, lis
     return dims
 
 
-def _masks(questions: Sequence[Question], *, with_group: bool) -> dict[str, dict[str, Mask]]:
+def _masks(questions: Sequence[ReleaseQuestion], *, with_group: bool) -> dict[str, dict[str, Mask]]:
     """``{dimension: {value: boolean mask}}`` over ``questions``, values in a stable order."""
     out: dict[str, dict[str, Mask]] = {}
     for dim, labels in _labels(questions, with_group=with_group).items():
@@ -330,7 +330,7 @@ def _score_choice(samples: Sequence[Sample], preds: Mapping[tuple[str, int | Non
 
 
 def score(
-    questions: Sequence[Question],
+    questions: Sequence[ReleaseQuestion],
     predictions: Sequence[Prediction],
     *,
     recall_thresholds: Sequence[float] = DEFAULT_RECALL_THRESHOLDS,

@@ -34,7 +34,7 @@ from needleforge.errors import MediaError
 from needleforge.media.ffmpeg_probe import FLOOR_TEXT, FfmpegProbe, probe_ffmpeg
 
 ENV_VAR = "NEEDLEFORGE_FFMPEG"
-Source = Literal["env", "path", "bundled"]
+FfmpegSource = Literal["env", "path", "bundled"]
 _log = logging.getLogger(__name__)
 _lock = threading.Lock()
 
@@ -45,7 +45,7 @@ class FfmpegChoice:
 
     path: str
     version: str
-    source: Source
+    source: FfmpegSource
     why: str
 
     def to_dict(self) -> dict[str, str]:

@@ -8,7 +8,7 @@ is copied and what drawn):
 
 - :func:`open_gop_source` reads the source's packets over the haystack once, without
   decoding (about 6 µs a packet), and either describes its GOPs (:class:`GopSource`) or says
-  in a :class:`Refusal` why they cannot be reused: another codec, pixel format, size or
+  in a :class:`GopRefusal` why they cannot be reused: another codec, pixel format, size or
   rate; timestamps off the frame grid; no avcC (Annex B containers); open GOPs (keyframes
   that are not IDR pictures, or frames decoded after an IDR shown before it); a display
   rotation or interlacing (which the cache's decode would resolve). A damaged or truncated
@@ -59,7 +59,7 @@ _MAX_SPS_ID = 31
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
-class Refusal:
+class GopRefusal:
     """Why a source's GOPs cannot be reused; the caller falls back to re-encoding it."""
 
     reason: str
@@ -172,16 +172,16 @@ def _stream_refusal(stream: Any, *, fps: int, width: int, height: int) -> str | 
 
 
 def _stream_setup(stream: Any, *, fps: int, width: int, height: int
-                  ) -> tuple[AvcConfig, PieceCodec] | Refusal:
+                  ) -> tuple[AvcConfig, PieceCodec] | GopRefusal:
     """The stream's avcC and how pieces joining it are encoded, or why it cannot be cut."""
     refusal = _stream_refusal(stream, fps=fps, width=width, height=height)
     if refusal is not None:
-        return Refusal(refusal)
+        return GopRefusal(refusal)
     avcc = AvcConfig.parse(bytes(stream.codec_context.extradata or b""))
     if avcc is None:
-        return Refusal("no avcC record (an Annex B container): parameter sets not mergeable")
+        return GopRefusal("no avcC record (an Annex B container): parameter sets not mergeable")
     codec = _piece_codec(stream.codec_context, avcc)
-    return Refusal(codec) if isinstance(codec, str) else (avcc, codec)
+    return GopRefusal(codec) if isinstance(codec, str) else (avcc, codec)
 
 
 def _piece_codec(ctx: Any, avcc: AvcConfig) -> PieceCodec | str:
@@ -209,7 +209,7 @@ class _Scan:
 
 
 def open_gop_source(path: Path, *, fps: int, width: int, height: int, start_s: int,
-                    n_frames: int) -> GopSource | Refusal:
+                    n_frames: int) -> GopSource | GopRefusal:
     """The GOPs of ``n_frames`` frames of ``path`` from second ``start_s`` (of the file's
     start time, as the scene-clip cache counts), or why they cannot be reused.
 
@@ -222,36 +222,36 @@ def open_gop_source(path: Path, *, fps: int, width: int, height: int, start_s: i
             raise MediaError(f"{path}: no video stream")
         stream = container.streams.video[0]
         setup = _stream_setup(stream, fps=fps, width=width, height=height)
-        if isinstance(setup, Refusal):
+        if isinstance(setup, GopRefusal):
             return setup
         avcc, codec = setup
         tb = Fraction(stream.time_base)
         start_pts = _start_pts(container, stream, tb)
-        if isinstance(start_pts, Refusal):
+        if isinstance(start_pts, GopRefusal):
             return start_pts
         first = start_s * fps
         scan = _scan(container, stream, path=path, avcc=avcc, fps=fps, tb=tb,
                      start_pts=start_pts, first=first, n_frames=n_frames)
-        if isinstance(scan, Refusal):
+        if isinstance(scan, GopRefusal):
             return scan
     return GopSource(path=path, fps=fps, n_frames=n_frames, first_frame=first,
                      start_pts=start_pts, time_base=tb, bounds=tuple(scan.bounds),
                      delay=scan.delay, avcc=avcc, codec=codec)
 
 
-def _start_pts(container: Any, stream: Any, tb: Fraction) -> int | Refusal:
+def _start_pts(container: Any, stream: Any, tb: Fraction) -> int | GopRefusal:
     """The stream timestamp of the file's start (what ``ffmpeg -ss`` counts from)."""
     if stream.start_time is None:
-        return Refusal("video stream has no start time")
+        return GopRefusal("video stream has no start time")
     if container.start_time is not None:
         lead = float(stream.start_time * tb) - container.start_time / av.time_base
         if abs(lead) > 1e-3:
-            return Refusal(f"video starts {lead:.3f} s after the file's start")
+            return GopRefusal(f"video starts {lead:.3f} s after the file's start")
     return int(stream.start_time)
 
 
 def _scan(container: Any, stream: Any, *, path: Path, avcc: AvcConfig, fps: int,
-          tb: Fraction, start_pts: int, first: int, n_frames: int) -> _Scan | Refusal:
+          tb: Fraction, start_pts: int, first: int, n_frames: int) -> _Scan | GopRefusal:
     """Read packets from the IDR at or before ``first`` to the first IDR at or after
     ``first + n_frames`` (or the end): GOP bounds, frames present, reordering delay."""
     try:
@@ -264,20 +264,20 @@ def _scan(container: Any, stream: Any, *, path: Path, avcc: AvcConfig, fps: int,
         exact = (float(packet.pts - start_pts) * float(tb)) * fps - first
         frame = round(exact)
         if abs(exact - frame) > _GRID_TOL:
-            return Refusal(f"timestamp {float(packet.pts * tb):.4f} s is off the {fps} fps grid")
+            return GopRefusal(f"timestamp {float(packet.pts * tb):.4f} s is off the {fps} fps grid")
         idr = packet.is_keyframe and has_idr(bytes(packet), length_size=avcc.nal_length_size)
         if idr and frame >= n_frames and scan.bounds:
             scan.end = frame
             break
         if idr and not scan.bounds and (why := _picture_refusal(stream, packet)):
-            return Refusal(why)
+            return GopRefusal(why)
         if idr:
             scan.bounds.append(frame)
             decoded = 0
         elif not scan.bounds:
-            return Refusal("the keyframe before the haystack is not an IDR picture (open GOP)")
+            return GopRefusal("the keyframe before the haystack is not an IDR picture (open GOP)")
         if frame < scan.bounds[-1]:
-            return Refusal("a frame decoded after an IDR picture is shown before it (open GOP)")
+            return GopRefusal("a frame decoded after an IDR picture is shown before it (open GOP)")
         scan.delay = max(scan.delay, decoded - (frame - scan.bounds[-1]))
         scan.frames.append(frame)
         decoded += 1
@@ -321,7 +321,7 @@ def _packets(container: Any, stream: Any, *, path: Path) -> Iterator[Any]:
 
 
 def _check_scan(scan: _Scan, *, stream: Any, path: Path, n_frames: int, first: int
-                ) -> _Scan | Refusal:
+                ) -> _Scan | GopRefusal:
     if not scan.bounds:
         raise MediaError(f"{path}: no video packets from frame {first}")
     top = max(scan.frames) + 1
@@ -331,9 +331,9 @@ def _check_scan(scan: _Scan, *, stream: Any, path: Path, n_frames: int, first: i
         raise MediaError(f"{path}: video packets end at frame {first + top} but the file "
                          f"declares {declared} (truncated?)")
     if sorted(scan.frames) != list(range(scan.bounds[0], end)):
-        return Refusal("frames missing or repeated (variable frame rate?)")
+        return GopRefusal("frames missing or repeated (variable frame rate?)")
     if end < n_frames:
-        return Refusal(f"the source ends {n_frames - end} frame(s) before the haystack does")
+        return GopRefusal(f"the source ends {n_frames - end} frame(s) before the haystack does")
     scan.bounds.append(end)
     return scan
 

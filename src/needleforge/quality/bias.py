@@ -45,10 +45,9 @@ Everything is seeded, so the same records give the same audit, byte for byte.
 from __future__ import annotations
 
 import dataclasses
-import math
 from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Literal, TypeAlias
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
@@ -63,14 +62,15 @@ from needleforge.evaluate.blind import (
     prior_answers,
     random_end_s,
 )
-from needleforge.evaluate.intervals import bootstrap_ci
+from needleforge.evaluate.intervals import Outcomes, bootstrap_ci
 from needleforge.evaluate.metrics import evaluate_grounding
 from needleforge.evaluate.parse import parse_choice
+from needleforge.evaluate.prompts import AnswerKind
 from needleforge.evaluate.records import (
     ChoiceQuestion,
     GroundingQuestion,
     Prediction,
-    Question,
+    ReleaseQuestion,
     Span,
     question_from_json,
     vnbench_group,
@@ -80,7 +80,6 @@ from needleforge.records.questions import LETTERS
 if TYPE_CHECKING:
     import pandas as pd
 
-Kind: TypeAlias = Literal["grounding", "choice"]
 AUDIT_TIOU = 0.5
 RANDOM_DRAWS = 256
 #: Confidence of the audit's intervals *together* (Bonferroni over its blind rows).
@@ -88,12 +87,12 @@ CONFIDENCE = 0.95
 #: Fold splits each blind baseline is cross-fitted over (scores averaged): less split luck.
 FOLD_SPLITS = 4
 #: Which answers each blind baseline has a prior for (it answers the rest as random does).
-SCOPES: Mapping[str, tuple[Kind, ...]] = {
+SCOPES: Mapping[str, tuple[AnswerKind, ...]] = {
     "position_prior": ("grounding",), "length_prior": ("grounding",),
     "text_only": ("grounding", "choice"), "option_prior": ("choice",),
     "letter_prior": ("choice",),
 }
-METRICS: Mapping[Kind, str] = {"grounding": f"R@1x tIoU {AUDIT_TIOU:g} (exact seconds)",
+METRICS: Mapping[AnswerKind, str] = {"grounding": f"R@1x tIoU {AUDIT_TIOU:g} (exact seconds)",
                                "choice": "accuracy per try"}
 _AT_ZERO_S = 0.05
 
@@ -104,7 +103,7 @@ class BaselineScore:
     its interval (95 % together with the audit's other rows), and random's."""
 
     baseline: str
-    kind: Kind
+    kind: AnswerKind
     n: int
     score: float
     ci_low: float
@@ -197,46 +196,20 @@ def _r(value: float | None) -> float | None:
     return None if value is None else round(float(value), 4)
 
 
-def chi2_sf(x: float, dof: int) -> float:
-    """P(X >= x) for a chi-square variable with ``dof`` degrees of freedom (closed forms of
-    the regularised upper incomplete gamma for integer ``dof``; no SciPy needed).
-
-    Raises:
-        ValueError: ``dof`` < 1.
-    """
-    if dof < 1:
-        raise ValueError(f"{dof = } must be >= 1")
-    half = x / 2.0
-    if x <= 0:
-        return 1.0
-    if dof % 2 == 0:
-        term, total = 1.0, 1.0
-        for i in range(1, dof // 2):
-            term *= half / i
-            total += term
-        return min(1.0, math.exp(-half) * total)
-    total = math.erfc(math.sqrt(half))
-    term = math.sqrt(half) / math.gamma(1.5) if dof > 1 else 0.0
-    for i in range(1, (dof - 1) // 2 + 1):
-        if i > 1:
-            term *= half / (i - 0.5)
-        total += math.exp(-half) * term
-    return min(1.0, total)
-
-
 def flat_p(counts: Sequence[int]) -> float | None:
-    """p-value of a chi-square test of ``counts`` against equal expected counts."""
-    n = sum(counts)
-    if n == 0 or len(counts) < 2:
+    """p-value of a chi-square test of ``counts`` against equal expected counts
+    (:func:`scipy.stats.chisquare`); None when there is nothing to test."""
+    if sum(counts) == 0 or len(counts) < 2:
         return None
-    expected = n / len(counts)
-    return chi2_sf(sum((c - expected) ** 2 / expected for c in counts), len(counts) - 1)
+    from scipy import stats  # ~2 s to import: only audits pay it
+
+    return float(stats.chisquare(counts).pvalue)
 
 
-def read_questions(records: Sequence[Any]) -> list[Question]:
+def read_questions(records: Sequence[Any]) -> list[ReleaseQuestion]:
     """The records that load as scorer questions, first of each key; the others are left to
     the release suite, which names them (the audit never raises on bad records)."""
-    questions: dict[tuple[str, int | None], Question] = {}
+    questions: dict[tuple[str, int | None], ReleaseQuestion] = {}
     for record in records:
         try:
             question = question_from_json(record)
@@ -303,9 +276,6 @@ def _letters(choice: Sequence[ChoiceQuestion]) -> dict[int, tuple[int, ...]]:
     return {t: tuple(c[i] for i in range(len(LETTERS))) for t, c in per_try.items()}
 
 
-Outcomes: TypeAlias = tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]
-
-
 def _grounding_hits(questions: Sequence[GroundingQuestion],
                     spans: Sequence[Sequence[Sequence[Span]]]) -> npt.NDArray[np.float64]:
     """Targets recalled per question at :data:`AUDIT_TIOU`, averaged over the span sets
@@ -346,7 +316,7 @@ def _clusters(keys: Sequence[str], num: Sequence[float], den: Sequence[float]) -
     return n, d
 
 
-def _score(name: str, kind: Kind, outcomes: Outcomes, random: float, *, n: int,
+def _score(name: str, kind: AnswerKind, outcomes: Outcomes, random: float, *, n: int,
            seed: int, level: float) -> BaselineScore:
     num, den = outcomes
     low, high = bootstrap_ci(outcomes, seed=seed, level=level)
@@ -418,11 +388,11 @@ def _choice_scores(choice: Sequence[ChoiceQuestion],
     return scores
 
 
-def _blind_answers(questions: Sequence[Question], *, seed: int, repeats: int
-                   ) -> dict[Kind, dict[str, list[list[Prediction | None]]]]:
+def _blind_answers(questions: Sequence[ReleaseQuestion], *, seed: int, repeats: int
+                   ) -> dict[AnswerKind, dict[str, list[list[Prediction | None]]]]:
     """Every blind baseline's cross-fitted answers (``repeats`` fold splits; None: no
     opinion), split by the kind they have a prior for."""
-    out: dict[Kind, dict[str, list[list[Prediction | None]]]] = {"grounding": {},
+    out: dict[AnswerKind, dict[str, list[list[Prediction | None]]]] = {"grounding": {},
                                                                  "choice": {}}
     for name in BLIND_NAMES:
         for r in range(repeats):

@@ -16,9 +16,17 @@ from __future__ import annotations
 
 import functools
 import re
+import sys
+import threading
 from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, TypeVar
 
 from needleforge.records.representation import SceneTag
+
+if TYPE_CHECKING:
+    import inflect
+
+_T = TypeVar("_T")
 
 #: Every basic colour name an object's dominant colour can get, in tie-break order.
 COLOUR_NAMES: tuple[str, ...] = (
@@ -44,12 +52,6 @@ ATTRIBUTE_WORDS: frozenset[str] = frozenset(COLOUR_NAMES) | frozenset(POSITIONS)
 
 _NUMBERS = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine",
             "ten", "eleven", "twelve")
-_IRREGULAR_PLURALS = {
-    "person": "people", "man": "men", "woman": "women", "child": "children", "mouse": "mice",
-    "goose": "geese", "foot": "feet", "tooth": "teeth", "knife": "knives", "leaf": "leaves",
-    "shelf": "shelves", "wolf": "wolves", "sheep": "sheep", "deer": "deer", "fish": "fish",
-    "skis": "skis", "scissors": "scissors", "broccoli": "broccoli", "glasses": "glasses",
-}
 _POSITION_RE = re.compile(
     r"\b(?:on|in|at) the (" + "|".join(re.escape(p) for p in POSITIONS) + r")\b"
 )
@@ -111,20 +113,62 @@ def clean_label(label: str) -> str:
     return " ".join(label.split())
 
 
+@functools.lru_cache(maxsize=8192)
 def plural(label: str) -> str:
-    """English plural of a (possibly multi-word) label; only the last word changes."""
-    words = clean_label(label).split(" ")
-    last = words[-1]
-    lower = last.lower()
-    if lower in _IRREGULAR_PLURALS:
-        last = _IRREGULAR_PLURALS[lower]
-    elif lower.endswith(("s", "x", "z", "ch", "sh")):
-        last += "es"
-    elif len(lower) > 1 and lower.endswith("y") and lower[-2] not in "aeiou":
-        last = last[:-1] + "ies"
-    else:
-        last += "s"
-    return " ".join([*words[:-1], last])
+    """English plural of a (possibly multi-word) label, as inflect writes it.
+
+    ``tomato`` → ``tomatoes``, ``loaf`` → ``loaves``, ``person`` → ``people``, ``mother-in-law``
+    → ``mothers-in-law``; nouns inflect knows as invariant stay (``sheep``, ``goldfish``). One
+    rule of ours on top: a label that is already plural is its own plural. inflect, asked for
+    the plural of a plural, adds a second ending to its ``-s`` (``jeans`` → ``jeanss``,
+    ``3D glasses`` → ``3D glasseses``), which no English plural does: we keep the label then
+    (``jeans``, ``skis``, ``glasses``). Mass nouns get inflect's count plural (``waters``),
+    harmless when matching text since the singular form always matches too.
+
+    Raises:
+        ValueError: when ``label`` is empty or only whitespace.
+    """
+    cleaned = clean_label(label)
+    if not cleaned:
+        raise ValueError(f"plural: label = {label!r} is empty")
+    inflected = _inflect_engine().plural_noun(cleaned)
+    if (cleaned.endswith("s") and inflected == cleaned + "s") or (
+            cleaned.endswith("es") and inflected == cleaned + "es"):
+        return cleaned
+    return inflected
+
+
+_INFLECT_LOCK = threading.Lock()
+
+
+@functools.cache
+def _inflect_engine() -> inflect.engine:
+    """inflect's engine, imported (once, on first use) without typeguard's instrumentation.
+
+    inflect wraps its methods in ``typeguard.typechecked``, which re-parses inflect's source
+    for each one when inflect is imported: 1.3 s of CPU in every process that pluralises
+    (jaraco/inflect#212, open). Those checks only reject arguments of the wrong type, which
+    :func:`plural` rules out itself, so inflect is imported with a pass-through decorator, and
+    typeguard's own is put back at once. The plurals are the same (tests compare them with a
+    plainly imported inflect).
+    """
+    with _INFLECT_LOCK:
+        if "inflect" not in sys.modules:
+            import typeguard
+
+            checked = typeguard.typechecked
+            typeguard.typechecked = _unchecked  # type: ignore[assignment]
+            try:
+                import inflect
+            finally:
+                typeguard.typechecked = checked
+        import inflect
+
+        return inflect.engine()
+
+
+def _unchecked(target: _T) -> _T:
+    return target
 
 
 def number_word(n: int) -> str:

@@ -43,8 +43,8 @@ from needleforge.errors import EvaluationError
 if TYPE_CHECKING:
     import pyarrow as pa
 
-Family: TypeAlias = Literal["nemo", "vnbench"]
-FAMILIES: tuple[Family, ...] = get_args(Family)
+QuestionFamily: TypeAlias = Literal["nemo", "vnbench"]
+FAMILIES: tuple[QuestionFamily, ...] = get_args(QuestionFamily)
 #: Length buckets (NeMo, seed 001, Sec. 3.1): short < 150 s ≤ medium ≤ 900 s < long.
 Bucket: TypeAlias = Literal["short", "medium", "long"]
 BUCKETS: tuple[Bucket, ...] = get_args(Bucket)
@@ -223,7 +223,7 @@ class _Question:
     ``extra`` holds its other columns in their order (kept as given, not copied)."""
 
     question_id: str
-    family: Family
+    family: QuestionFamily
     task: str
     question: str
     video: str

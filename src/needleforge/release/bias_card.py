@@ -13,26 +13,26 @@ from pathlib import Path
 
 from needleforge.quality.bias import BaselineScore, BiasAudit
 from needleforge.records.questions import LETTERS
-from needleforge.release.markup import Block, Image, Paragraph, Section, Table
+from needleforge.release.markup import Block, Figure, Paragraph, Section, Table
 
 
-def write_bias_plots(root: Path, audit: BiasAudit) -> list[Image]:
+def write_bias_plots(root: Path, audit: BiasAudit) -> list[Figure]:
     """Write the audit's plots under ``root/plots``; returns them as card images."""
     from needleforge.release import plots  # matplotlib costs ~0.4 s to import: only here
 
     (root / "plots").mkdir(exist_ok=True)
-    images: list[Image] = []
+    images: list[Figure] = []
     if audit.n_grounding:
         plot = plots.answer_position_bars(root, bins=audit.position_bins,
                                            multi=audit.multi_bins)
-        images.append(Image(plot.path, plot.alt))
+        images.append(Figure(plot.path, plot.alt))
     blind = [s for s in audit.scores if s.baseline != "random"]
     if blind:
         panels = {s.metric: [plots.ScoreBar(b.baseline, b.score, b.ci_low, b.ci_high)
                              for b in blind if b.metric == s.metric] for s in blind}
         randoms = {s.metric: s.random for s in audit.scores if s.baseline == "random"}
         plot = plots.blind_score_bars(root, panels=panels, random=randoms, margin=audit.margin)
-        images.append(Image(plot.path, plot.alt))
+        images.append(Figure(plot.path, plot.alt))
     return images
 
 
@@ -114,7 +114,7 @@ def _letters(audit: BiasAudit) -> tuple[Block, ...]:
     return (Table(("Try", *LETTERS), rows, caption=f"Right letter per try{p}"),)
 
 
-def bias_section(audit: BiasAudit, *, images: Sequence[Image] = ()) -> Section:
+def bias_section(audit: BiasAudit, *, images: Sequence[Figure] = ()) -> Section:
     """The card section of ``audit``, showing ``images`` (:func:`write_bias_plots`)."""
     by_name = {Path(i.path).name: i for i in images}
     blocks: list[Block] = [_verdict(audit), _score_table(audit.scores, audit.margin)]

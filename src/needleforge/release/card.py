@@ -33,7 +33,7 @@ from needleforge.release.markup import (
     Bullets,
     Code,
     Document,
-    Image,
+    Figure,
     Paragraph,
     Section,
     Table,
@@ -180,9 +180,9 @@ def build_card(
     by_path = {p.path: p for p in plot_list}
 
     def image(path: str) -> tuple[Block, ...]:
-        return (Image(path, by_path[path].alt),) if path in by_path else ()
+        return (Figure(path, by_path[path].alt),) if path in by_path else ()
 
-    durations = tuple(Image(p.path, p.alt) for p in plot_list
+    durations = tuple(Figure(p.path, p.alt) for p in plot_list
                       if p.path.startswith("plots/montage_duration_"))
     labels = stats.target_labels(records, objects=inputs.objects, tags=inputs.tags)
     top = {k: sum(c[k] for c in labels.values())

@@ -31,7 +31,7 @@ class Code:
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
-class Image:
+class Figure:
     """A picture of the release: ``path`` is relative to the card."""
 
     path: str
@@ -65,7 +65,7 @@ class Table:
         return _table_md(self)
 
 
-Block: TypeAlias = Paragraph | Bullets | Code | Image | Link | Table
+Block: TypeAlias = Paragraph | Bullets | Code | Figure | Link | Table
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -101,7 +101,7 @@ def _block_md(block: Block) -> str:
         return "\n".join(f"- {item}" for item in block.items)
     if isinstance(block, Code):
         return f"```\n{block.text.rstrip()}\n```"
-    if isinstance(block, Image):
+    if isinstance(block, Figure):
         return f"![{block.alt}]({block.path})"
     if isinstance(block, Link):
         return f"[{block.text}]({block.path})"
@@ -141,7 +141,7 @@ pre { background: #f4f4f4; padding: 0.6rem; overflow-x: auto; }
 {% if kind(b) == "Paragraph" %}<p>{{ b.text }}</p>
 {% elif kind(b) == "Bullets" %}<ul>{% for item in b.items %}<li>{{ item }}</li>{% endfor %}</ul>
 {% elif kind(b) == "Code" %}<pre><code>{{ b.text }}</code></pre>
-{% elif kind(b) == "Image" %}<figure><img src="{{ b.path }}" alt="{{ b.alt }}"></figure>
+{% elif kind(b) == "Figure" %}<figure><img src="{{ b.path }}" alt="{{ b.alt }}"></figure>
 {% elif kind(b) == "Link" %}<p><a href="{{ b.path }}">{{ b.text }}</a></p>
 {% else %}<table>{% if b.caption %}<caption>{{ b.caption }}</caption>{% endif %}
 <thead><tr>{% for h in b.headers %}<th>{{ h }}</th>{% endfor %}</tr></thead>

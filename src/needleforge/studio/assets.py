@@ -26,7 +26,7 @@ from needleforge.errors import StudioError
 #: Program name of the real clips in the manifest (reserved: no synthetic program may use it).
 REAL_PROGRAM = "sample-real"
 
-Registry = Literal["pypi", "debian", "npm"]
+PackageRegistry = Literal["pypi", "debian", "npm"]
 #: Where files of Debian and npm packages are unpacked, under ``sys.prefix``.
 FOOTAGE_SHARE = PurePosixPath("share/needleforge-footage")
 
@@ -45,7 +45,7 @@ class PackageFile:
     distribution: str
     module: str | None
     relpath: str
-    registry: Registry = "pypi"
+    registry: PackageRegistry = "pypi"
     version: str | None = None
 
     def __post_init__(self) -> None:

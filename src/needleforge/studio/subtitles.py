@@ -9,12 +9,12 @@ purpose, to exercise the escaping of every later stage that draws or parses subt
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import random
 from pathlib import Path
 
 from needleforge.errors import StudioError
+from needleforge.scenes.subtitles import Cue
 from needleforge.studio.plan import VideoPlan
 
 _OPENERS = (
@@ -40,15 +40,6 @@ _CLOSERS = (
 _MARGIN_S = 0.25
 #: Scenes shorter than this get no narration.
 _MIN_SCENE_S = 1.2
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class Cue:
-    """One subtitle: ``[start_s, end_s]`` in whole milliseconds, one line of text."""
-
-    start_s: float
-    end_s: float
-    text: str
 
 
 def narrate(plan: VideoPlan, *, seed: int) -> dict[int, tuple[Cue, ...]]:

@@ -52,9 +52,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from needleforge.scenes.subtitles import Cue
 from needleforge.studio.assets import BACKDROPS, CUTOUTS
 from needleforge.studio.plan import ObjectPlan, VideoPlan
-from needleforge.studio.subtitles import Cue
 
 VERSION = 1
 _CONVENTIONS = (

@@ -20,22 +20,22 @@ from needleforge.vnbench.export import (
 from needleforge.vnbench.records import (
     Haystack,
     Needle,
-    Region,
-    Skip,
+    NeedleRegion,
     VNBenchError,
     VNBenchResult,
     VNBenchSample,
+    VNBenchSkip,
 )
 from needleforge.vnbench.stage import build_vnbench
 
 __all__ = [
     "Haystack",
     "Needle",
-    "Region",
-    "Skip",
+    "NeedleRegion",
     "VNBenchError",
     "VNBenchResult",
     "VNBenchSample",
+    "VNBenchSkip",
     "all_records",
     "build_vnbench",
     "choice_records",

@@ -24,14 +24,13 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 import numpy as np
-import numpy.typing as npt
 from PIL import Image
 
+from needleforge.backends.base import RGBImage
 from needleforge.errors import StudioError
 from needleforge.studio.assets import PackageFile, locate
-from needleforge.vnbench.records import Skip, VNBenchError
+from needleforge.vnbench.records import VNBenchError, VNBenchSkip
 
-RGB = npt.NDArray[np.uint8]
 IMAGE_SUFFIXES = frozenset({".png", ".jpg", ".jpeg", ".webp", ".bmp", ".gif"})
 #: Bump when :data:`BUILTIN_IMAGES` or how they are cut changes (a new cache folder).
 BUILTIN_VERSION = 1
@@ -137,7 +136,7 @@ BUILTIN_IMAGES: tuple[BuiltinImage, ...] = (
 )
 
 
-def load_rgb(path: Path) -> RGB:
+def load_rgb(path: Path) -> RGBImage:
     """An image file as an RGB array; transparent pixels are put on a white matte.
 
     Raises:
@@ -152,7 +151,7 @@ def load_rgb(path: Path) -> RGB:
     return np.asarray(Image.alpha_composite(matte, picture).convert("RGB"), dtype=np.uint8)
 
 
-def load_image_sets(roots: Sequence[Path]) -> tuple[ImageSet, list[Skip]]:
+def load_image_sets(roots: Sequence[Path]) -> tuple[ImageSet, list[VNBenchSkip]]:
     """Merge the ``<category>/<label>/<image>`` folders ``roots`` into one set.
 
     A label belongs to the first category it is found under; a later folder using it under
@@ -163,7 +162,7 @@ def load_image_sets(roots: Sequence[Path]) -> tuple[ImageSet, list[Skip]]:
         VNBenchError: when a root is not a directory.
     """
     images: list[NeedleImage] = []
-    skips: list[Skip] = []
+    skips: list[VNBenchSkip] = []
     category_of: dict[str, str] = {}
     for root in roots:
         if not root.is_dir():
@@ -171,11 +170,12 @@ def load_image_sets(roots: Sequence[Path]) -> tuple[ImageSet, list[Skip]]:
         for category, label, files in _walk(root):
             where = f"image set {root}: {category}/{label}"
             if "," in label:
-                skips.append(Skip(where, "a label must not contain a comma"))
+                skips.append(VNBenchSkip(where, "a label must not contain a comma"))
                 continue
             owner = category_of.setdefault(label, category)
             if owner != category:
-                skips.append(Skip(where, f"label {label!r} is already in category {owner!r}"))
+                skips.append(VNBenchSkip(
+                    where, f"label {label!r} is already in category {owner!r}"))
                 continue
             images += [NeedleImage(category, label, f) for f in files]
     ordered = sorted(set(images), key=lambda i: (i.category, i.label, i.path.name, str(i.path)))

@@ -17,13 +17,12 @@ from pathlib import Path
 
 import av
 import numpy as np
-import numpy.typing as npt
 
+from needleforge.backends.base import RGBImage
 from needleforge.config import RenderParams
 from needleforge.errors import MediaError
 from needleforge.media.cache import SELECT_EPS_S, normalize_filter, read_index, run_ffmpeg_measured
 
-RGB = npt.NDArray[np.uint8]
 #: How far before a sampled instant the decoder seeks (as the clip cache does), so the frame
 #: on screen at that instant has been decoded.
 _SEEK_MARGIN_S = 1.0
@@ -55,14 +54,14 @@ def second_bytes(clip: Path, *, seconds: Sequence[int], first_frame_only: bool =
     return b"".join(chunks)
 
 
-def decode_h264(data: bytes) -> list[RGB]:
+def decode_h264(data: bytes) -> list[RGBImage]:
     """Decode a raw H.264 (Annex B) stream to RGB frames in display order.
 
     Raises:
         MediaError: when the bytes do not decode.
     """
     codec = av.CodecContext.create("h264", "r")
-    frames: list[RGB] = []
+    frames: list[RGBImage] = []
     try:
         # parse(None) flushes the parser's last access unit; decode(None) the decoder.
         for packet in [*codec.parse(data), *codec.parse(None), None]:
@@ -73,7 +72,7 @@ def decode_h264(data: bytes) -> list[RGB]:
     return frames
 
 
-def keyframes_at(clip: Path, *, seconds: Sequence[int]) -> list[RGB]:
+def keyframes_at(clip: Path, *, seconds: Sequence[int]) -> list[RGBImage]:
     """The first frame of each of ``seconds`` of cached ``clip`` (decoding keyframes only).
 
     Raises:
@@ -85,7 +84,7 @@ def keyframes_at(clip: Path, *, seconds: Sequence[int]) -> list[RGB]:
     return frames
 
 
-def decode_file(path: Path) -> list[RGB]:
+def decode_file(path: Path) -> list[RGBImage]:
     """Every frame of a video file (mp4, or a cached ``.h264`` clip) as RGB, in order.
 
     Raises:
@@ -102,7 +101,7 @@ def decode_file(path: Path) -> list[RGB]:
 
 
 def source_frames_at(source: Path, *, start_s: float, seconds: Sequence[int],
-                     profile: RenderParams) -> list[RGB]:
+                     profile: RenderParams) -> list[RGBImage]:
     """The frame on screen at ``start_s + k`` of ``source`` for each ``k`` of ``seconds``,
     fitted into the profile's frame like a cached clip's frame ``k * fps``, but not encoded.
 
@@ -114,7 +113,7 @@ def source_frames_at(source: Path, *, start_s: float, seconds: Sequence[int],
     Raises:
         MediaError: naming ``source`` when ffmpeg cannot read it or yields no frame.
     """
-    frames: list[RGB] = []
+    frames: list[RGBImage] = []
     with tempfile.TemporaryDirectory(prefix="vnbench-frames.") as tmp:
         for first in range(0, len(seconds), _SECONDS_PER_RUN):
             chunk = seconds[first: first + _SECONDS_PER_RUN]
@@ -145,7 +144,7 @@ def _frames_args(source: Path, *, start_s: float, seconds: Sequence[int],
     return [*inputs, "-filter_complex", ";".join(graph), *outputs]
 
 
-def _raw_rgb(path: Path, *, profile: RenderParams, source: Path) -> RGB:
+def _raw_rgb(path: Path, *, profile: RenderParams, source: Path) -> RGBImage:
     shape = (profile.height, profile.width, 3)
     data = path.read_bytes() if path.is_file() else b""
     if len(data) != shape[0] * shape[1] * 3:

@@ -18,12 +18,11 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 import numpy as np
-import numpy.typing as npt
 
+from needleforge.backends.base import RGBImage
 from needleforge.media.cache import run_ffmpeg_measured
-from needleforge.vnbench.records import Skip, VNBenchError
+from needleforge.vnbench.records import VNBenchError, VNBenchSkip
 
-RGB = npt.NDArray[np.uint8]
 CLIP_SUFFIXES = frozenset({".mp4", ".mkv", ".webm", ".mov", ".avi", ".mpg", ".mpeg"})
 BUILTIN_CLIPS_VERSION = 1
 _W, _H, _FPS = 320, 180, 25
@@ -55,14 +54,14 @@ class ClipSet:
         return tuple(c for c in self.clips if c.label == label)
 
 
-def load_clip_sets(roots: Sequence[Path]) -> tuple[ClipSet, list[Skip]]:
+def load_clip_sets(roots: Sequence[Path]) -> tuple[ClipSet, list[VNBenchSkip]]:
     """Merge ``<label>/<clip>`` folders; labels with commas are skipped and reported.
 
     Raises:
         VNBenchError: when a root is not a directory.
     """
     clips: list[NeedleClip] = []
-    skips: list[Skip] = []
+    skips: list[VNBenchSkip] = []
     for root in roots:
         if not root.is_dir():
             raise VNBenchError(f"clip set {root} is not a directory")
@@ -71,8 +70,8 @@ def load_clip_sets(roots: Sequence[Path]) -> tuple[ClipSet, list[Skip]]:
             if label_dir.name.startswith(".") or not label:
                 continue
             if "," in label:
-                skips.append(Skip(f"clip set {root}: {label}", "a label must not contain a "
-                                  "comma"))
+                skips.append(VNBenchSkip(f"clip set {root}: {label}", "a label must not contain a "
+                                         "comma"))
                 continue
             clips += [NeedleClip(label, f) for f in sorted(label_dir.iterdir())
                       if f.is_file() and f.suffix.lower() in CLIP_SUFFIXES]
@@ -80,8 +79,8 @@ def load_clip_sets(roots: Sequence[Path]) -> tuple[ClipSet, list[Skip]]:
 
 
 # Each motion maps progress u in [0, 1] to a picture; labels describe what happens.
-def _ball(x: float, y: float, r: float) -> Callable[[RGB], None]:
-    def draw(frame: RGB) -> None:
+def _ball(x: float, y: float, r: float) -> Callable[[RGBImage], None]:
+    def draw(frame: RGBImage) -> None:
         import cv2
 
         cv2.circle(frame, (round(x * _W), round(y * _H)), round(r * _H), _BALL, -1,
@@ -89,8 +88,8 @@ def _ball(x: float, y: float, r: float) -> Callable[[RGB], None]:
     return draw
 
 
-def _square(angle_deg: float) -> Callable[[RGB], None]:
-    def draw(frame: RGB) -> None:
+def _square(angle_deg: float) -> Callable[[RGBImage], None]:
+    def draw(frame: RGBImage) -> None:
         import cv2
 
         box = cv2.boxPoints(((_W / 2, _H / 2), (0.4 * _H, 0.4 * _H), angle_deg))
@@ -98,7 +97,7 @@ def _square(angle_deg: float) -> Callable[[RGB], None]:
     return draw
 
 
-MOTIONS: dict[str, Callable[[float], Callable[[RGB], None]]] = {
+MOTIONS: dict[str, Callable[[float], Callable[[RGBImage], None]]] = {
     "ball rolling left to right": lambda u: _ball(0.1 + 0.8 * u, 0.6, 0.12),
     "ball rolling right to left": lambda u: _ball(0.9 - 0.8 * u, 0.6, 0.12),
     "ball falling down": lambda u: _ball(0.5, 0.15 + 0.7 * u * u, 0.12),
@@ -109,7 +108,7 @@ MOTIONS: dict[str, Callable[[float], Callable[[RGB], None]]] = {
 }
 
 
-def motion_frames(label: str, *, seconds: int) -> Iterator[RGB]:
+def motion_frames(label: str, *, seconds: int) -> Iterator[RGBImage]:
     """The frames of built-in motion ``label`` lasting ``seconds`` (320x180 at 25 fps).
 
     Raises:

@@ -39,7 +39,7 @@ from needleforge.vnbench.records import (
     N_OPTIONS,
     Haystack,
     Needle,
-    Region,
+    NeedleRegion,
     VNBenchError,
     VNBenchSample,
 )
@@ -116,7 +116,7 @@ def _needles(spec: SubtaskSpec, *, drafted: Draft, haystack: Haystack, rng: rand
     for content, (position, start_s, end_s) in zip(
             drafted.contents, place(spec.method, positions=positions, needle_s=needle_s),
             strict=True):
-        regions: tuple[Region, ...] = ()
+        regions: tuple[NeedleRegion, ...] = ()
         if spec.kind == "image" and spec.method == "edit" and content.asset is not None:
             regions = grid_regions(content.asset, copies=content.copies, width=layout.width,
                                    height=layout.height, rng=rng)

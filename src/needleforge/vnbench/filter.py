@@ -20,7 +20,7 @@ from needleforge.backends.embedding import Embeddings, ImageEmbedder, max_simila
 from needleforge.config import RenderParams
 from needleforge.vnbench.assets import ImageSet, NeedleImage, load_rgb
 from needleforge.vnbench.clip_seconds import source_frames_at
-from needleforge.vnbench.records import Haystack, Skip, VNBenchError
+from needleforge.vnbench.records import Haystack, VNBenchError, VNBenchSkip
 
 
 def sample_seconds(length_s: int, *, n_frames: int) -> list[int]:
@@ -77,7 +77,7 @@ class NeedleFilter:
             return np.zeros((0, 0), dtype=np.float32)
         return np.concatenate([self._images[i.path] for i in images], axis=0)
 
-    def screen(self, images: ImageSet, *, haystack: Haystack) -> tuple[ImageSet, list[Skip]]:
+    def screen(self, images: ImageSet, *, haystack: Haystack) -> tuple[ImageSet, list[VNBenchSkip]]:
         """The images usable on ``haystack``, and a skip for each one dropped.
 
         Raises:
@@ -92,9 +92,9 @@ class NeedleFilter:
         kept, skips = [], []
         for image, sim in zip(images.images, sims, strict=True):
             if sim > self.threshold:
-                skips.append(Skip(f"image {image.asset_id} on haystack {haystack_id}",
-                                  f"similarity {sim:.3f} to a haystack frame exceeds "
-                                  f"{self.threshold} ({self.embedder.name})"))
+                skips.append(VNBenchSkip(f"image {image.asset_id} on haystack {haystack_id}",
+                                         f"similarity {sim:.3f} to a haystack frame exceeds "
+                                         f"{self.threshold} ({self.embedder.name})"))
             else:
                 kept.append(image)
         return images.restricted(kept), skips

@@ -13,19 +13,20 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
-from needleforge.vnbench.assets import RGB, load_rgb
-from needleforge.vnbench.records import Region
+from needleforge.backends.base import RGBImage
+from needleforge.vnbench.assets import load_rgb
+from needleforge.vnbench.records import NeedleRegion
 
 
-def fit_region(size: tuple[int, int], *, width: int, height: int) -> Region:
+def fit_region(size: tuple[int, int], *, width: int, height: int) -> NeedleRegion:
     """Where a picture of ``size`` (w, h) lands when fitted into the frame and centred."""
     img_w, img_h = size
     scale = min(width / img_w, height / img_h)
     w, h = max(1, round(img_w * scale)), max(1, round(img_h * scale))
-    return Region(x=(width - w) // 2, y=(height - h) // 2, width=w, height=h)
+    return NeedleRegion(x=(width - w) // 2, y=(height - h) // 2, width=w, height=h)
 
 
-def still_frame(image: Path, *, width: int, height: int) -> RGB:
+def still_frame(image: Path, *, width: int, height: int) -> RGBImage:
     """The frame of an inserted still: the image fitted into the frame on black.
 
     Raises:
@@ -38,7 +39,7 @@ def still_frame(image: Path, *, width: int, height: int) -> RGB:
     return np.asarray(frame, dtype=np.uint8)
 
 
-def overlay_canvas(image: Path, *, regions: Sequence[Region], width: int, height: int
+def overlay_canvas(image: Path, *, regions: Sequence[NeedleRegion], width: int, height: int
                    ) -> Image.Image:
     """A transparent frame-sized RGBA canvas with a copy of ``image`` in each region."""
     with Image.open(image) as opened:

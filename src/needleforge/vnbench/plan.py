@@ -22,7 +22,7 @@ import random
 from collections.abc import Sequence
 
 from needleforge.records import Video
-from needleforge.vnbench.records import Haystack, Method, Needle, Skip, VNBenchError
+from needleforge.vnbench.records import Haystack, Method, Needle, VNBenchError, VNBenchSkip
 
 
 def sample_rng(*parts: object) -> random.Random:
@@ -63,7 +63,7 @@ def whole_seconds(duration_s: float) -> int:
 
 def pick_haystacks(
     videos: Sequence[Video], *, n: int, min_s: int, max_s: int, seed: int, tag: str
-) -> tuple[list[Haystack], list[Skip]]:
+) -> tuple[list[Haystack], list[VNBenchSkip]]:
     """``n`` haystacks of ``[min_s, max_s]`` whole seconds from ``videos`` (see module doc).
 
     Haystack ``i`` depends only on the seed, ``tag``, ``i`` and the videos (sorted by id), so
@@ -79,7 +79,7 @@ def pick_haystacks(
                     key=lambda v: v.video_id)
     if not usable:
         longest = max((v.media.duration_s for v in videos), default=0.0)
-        return [], [Skip(f"{tag} haystacks", f"no ingested video lasts {min_s} s (longest: "
+        return [], [VNBenchSkip(f"{tag} haystacks", f"no ingested video lasts {min_s} s (longest: "
                          f"{longest:.1f} s of {len(videos)} videos)")]
     haystacks = []
     for i in range(n):

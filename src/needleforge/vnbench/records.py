@@ -34,7 +34,7 @@ def _check(condition: bool, message: str) -> None:
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
-class Region:
+class NeedleRegion:
     """A rectangle of the output frame in pixels, where one copy of an image is pasted."""
 
     x: int
@@ -81,7 +81,7 @@ class Needle:
     end_s: float
     text: str | None = None
     asset: str | None = None
-    regions: tuple[Region, ...] = ()
+    regions: tuple[NeedleRegion, ...] = ()
 
     def __post_init__(self) -> None:
         _check(math.isfinite(self.start_s) and 0 <= self.start_s < self.end_s,
@@ -169,7 +169,7 @@ class VNBenchSample:
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
-class Skip:
+class VNBenchSkip:
     """Something the stage left out, and why (``what`` names the task, asset or haystack)."""
 
     what: str
@@ -190,4 +190,4 @@ class VNBenchResult:
     questions: tuple[dict[str, Any], ...]
     vnbench_json: tuple[dict[str, Any], ...]
     videos: tuple[Path, ...]
-    skipped: tuple[Skip, ...]
+    skipped: tuple[VNBenchSkip, ...]

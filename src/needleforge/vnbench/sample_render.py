@@ -47,6 +47,7 @@ from typing import Any, Literal
 import ffmpeg
 import numpy as np
 
+from needleforge.backends.base import RGBImage
 from needleforge.config import RenderParams
 from needleforge.media.cache import (
     CACHE_VERSION,
@@ -57,10 +58,9 @@ from needleforge.media.cache import (
     run_ffmpeg_measured,
     video_encoder_options,
 )
-from needleforge.media.gop import Refusal
+from needleforge.media.gop import GopRefusal
 from needleforge.media.join import Piece, RenderedVideo, encode_piece, render_montage
 from needleforge.media.outputs import write_text_atomic
-from needleforge.vnbench.assets import RGB
 from needleforge.vnbench.clip_seconds import second_bytes
 from needleforge.vnbench.pictures import overlay_canvas, still_frame
 from needleforge.vnbench.records import Needle, VNBenchSample
@@ -147,7 +147,7 @@ def _encode_stills(stills: Sequence[tuple[Path, Needle]], *, profile: RenderPara
     encoded first. The cache would then hold bytes that depend on which stills happened to be
     missing together, and a render from an empty cache would differ from a warm one.
     """
-    frames: list[RGB] = []
+    frames: list[RGBImage] = []
     counts: list[int] = []
     for _, needle in stills:
         frame = still_frame(Path(str(needle.asset)), width=profile.width, height=profile.height)
@@ -305,14 +305,14 @@ def render_sample_from_source(
     with tempfile.TemporaryDirectory(prefix=f"{sample.sample_id}.", dir=work_root) as tmp:
         done = render_spliced(sample, out=out, profile=profile, style=style, work=Path(tmp),
                               max_gop_s=max_gop_s)
-        if isinstance(done, Refusal):
+        if isinstance(done, GopRefusal):
             route: Route = "cache"
             cpu_s = _render_cached(sample, haystack_clip=haystack_clip(), out=out,
                                    profile=profile, style=style, piece_root=piece_root,
                                    work=Path(tmp))
         else:
             route, cpu_s = "source-gops", done.cpu_s
-    fallback = done.reason if isinstance(done, Refusal) else None
+    fallback = done.reason if isinstance(done, GopRefusal) else None
     _write_sidecar(out, digest, sample_id=sample.sample_id, route=route, fallback=fallback)
     return SampleRender(sample.sample_id, out, skipped=False, cpu_s=cpu_s, route=route,
                         fallback=fallback)

@@ -57,10 +57,10 @@ from needleforge.errors import MediaError
 from needleforge.media.cache import clip_frames, normalize_steps, run_ffmpeg_measured
 from needleforge.media.gop import (
     CopyRun,
+    GopRefusal,
     GopSource,
     Item,
     PieceCodec,
-    Refusal,
     decode_runs,
     mux_spliced,
     open_gop_source,
@@ -133,9 +133,9 @@ def _gops(sample: VNBenchSample, source: GopSource) -> list[tuple[int, int, bool
 
 
 def splice_plan(sample: VNBenchSample, source: GopSource, *, max_gop_s: float
-                ) -> SplicePlan | Refusal:
+                ) -> SplicePlan | GopRefusal:
     """What of ``sample`` is copied from ``source`` and what is encoded (see module doc), or
-    a :class:`Refusal` when a GOP to re-encode is longer than ``max_gop_s`` seconds.
+    a :class:`GopRefusal` when a GOP to re-encode is longer than ``max_gop_s`` seconds.
 
     Raises:
         MediaError: when the spliced frames would not put a needle where its metadata says
@@ -146,10 +146,10 @@ def splice_plan(sample: VNBenchSample, source: GopSource, *, max_gop_s: float
     for a, b, dirty in _gops(sample, source):
         decoded_from = source.gop(a)[0]
         if dirty and b - decoded_from > max_gop_s * fps:
-            return Refusal(f"a needle or haystack end falls in a {(b - decoded_from) / fps:g} s"
-                           f" GOP (source frames [{decoded_from + source.first_frame}, "
-                           f"{b + source.first_frame})), longer than max_gop_s = "
-                           f"{max_gop_s:g} s")
+            return GopRefusal(f"a needle or haystack end falls in a {(b - decoded_from) / fps:g} s"
+                              f" GOP (source frames [{decoded_from + source.first_frame}, "
+                              f"{b + source.first_frame})), longer than max_gop_s = "
+                              f"{max_gop_s:g} s")
         if spans and spans[-1][2] == dirty:
             spans[-1] = (spans[-1][0], b, dirty)
         else:
@@ -373,7 +373,7 @@ def _with_pieces(plan: SplicePlan, groups: Sequence[tuple[Fresh, ...]],
 
 
 def render_spliced(sample: VNBenchSample, *, out: Path, profile: RenderParams,
-                   style: TextStyle, work: Path, max_gop_s: float) -> RenderedVideo | Refusal:
+                   style: TextStyle, work: Path, max_gop_s: float) -> RenderedVideo | GopRefusal:
     """Write ``sample``'s video to ``out`` from its haystack's own GOPs, or say why not
     (a needle in a GOP longer than ``max_gop_s`` seconds is one reason).
 
@@ -384,16 +384,16 @@ def render_spliced(sample: VNBenchSample, *, out: Path, profile: RenderParams,
             or the output when ffmpeg fails or the video does not match the plan.
     """
     if profile.audio:
-        return Refusal("the profile keeps audio; spliced samples carry video only")
+        return GopRefusal("the profile keeps audio; spliced samples carry video only")
     started = time.thread_time()
     hay = sample.haystack
     source = open_gop_source(Path(hay.source), fps=profile.fps, width=profile.width,
                              height=profile.height, start_s=hay.start_s,
                              n_frames=hay.duration_s * profile.fps)
-    if isinstance(source, Refusal):
+    if isinstance(source, GopRefusal):
         return source
     plan = splice_plan(sample, source, max_gop_s=max_gop_s)
-    if isinstance(plan, Refusal):
+    if isinstance(plan, GopRefusal):
         return plan
     pieces, cpu_s = encode_fresh(plan, source, sample_id=sample.sample_id, profile=profile,
                                  style=style, work=work)

@@ -46,10 +46,10 @@ from needleforge.vnbench.names import SECRET_NAMES, subtitle_for
 from needleforge.vnbench.plan import pick_haystacks
 from needleforge.vnbench.records import (
     Haystack,
-    Skip,
     VNBenchError,
     VNBenchResult,
     VNBenchSample,
+    VNBenchSkip,
 )
 from needleforge.vnbench.sample_render import SampleRender, render_sample, render_sample_from_source
 from needleforge.vnbench.subtasks import ACT_SUBTASKS, LONG_SUBTASKS, SUBTASKS, Pools, SubtaskSpec
@@ -58,10 +58,10 @@ from needleforge.vnbench.text import TextStyle, missing_glyphs, resolve_font
 _T = TypeVar("_T")
 _U = TypeVar("_U")
 #: (subtask, haystack, haystack index): one sample to compose.
-_Job: TypeAlias = tuple[SubtaskSpec, Haystack, int]
+_SubtaskJob: TypeAlias = tuple[SubtaskSpec, Haystack, int]
 
 
-def usable_names(font_path: Path) -> tuple[tuple[str, ...], list[Skip]]:
+def usable_names(font_path: Path) -> tuple[tuple[str, ...], list[VNBenchSkip]]:
     """The secret names whose whole subtitle the font can draw, and a skip for the others.
 
     Raises:
@@ -71,14 +71,14 @@ def usable_names(font_path: Path) -> tuple[tuple[str, ...], list[Skip]]:
     for name in SECRET_NAMES:
         missing = missing_glyphs(subtitle_for(name), font_path=font_path)
         if missing:
-            skips.append(Skip(f"name {name!r}", f"font {font_path.name} has no glyph for "
-                              f"{''.join(missing)!r}"))
+            skips.append(VNBenchSkip(f"name {name!r}", f"font {font_path.name} has no glyph for "
+                                     f"{''.join(missing)!r}"))
         else:
             names.append(name)
     return tuple(names), skips
 
 
-def image_pool(params: VNBenchParams, *, cache_dir: Path) -> tuple[ImageSet, list[Skip]]:
+def image_pool(params: VNBenchParams, *, cache_dir: Path) -> tuple[ImageSet, list[VNBenchSkip]]:
     """The image needle set: user folders first, then the built-in set and Tux Paint.
 
     Raises:
@@ -93,7 +93,7 @@ def image_pool(params: VNBenchParams, *, cache_dir: Path) -> tuple[ImageSet, lis
     return load_image_sets(roots)
 
 
-def clip_pool(params: VNBenchParams, *, cache_dir: Path) -> tuple[ClipSet, list[Skip]]:
+def clip_pool(params: VNBenchParams, *, cache_dir: Path) -> tuple[ClipSet, list[VNBenchSkip]]:
     """The clip needle set: user folders first, then the built-in motion clips.
 
     Raises:
@@ -123,13 +123,14 @@ def _parallel(fn: Callable[[_T], _U], items: Sequence[_T], *, workers: int,
         return counted(pool.map(fn, items))
 
 
-def _jobs(params: VNBenchParams, videos: Sequence[Video]) -> tuple[list[_Job], list[Skip]]:
+def _jobs(params: VNBenchParams, videos: Sequence[Video]
+          ) -> tuple[list[_SubtaskJob], list[VNBenchSkip]]:
     """Every (subtask, haystack, index) to compose: main tasks and Act share haystacks."""
     specs = [SUBTASKS[t] for t in params.tasks]
     if params.include_act:
         specs += list(ACT_SUBTASKS.values())
-    jobs: list[_Job] = []
-    skips: list[Skip] = []
+    jobs: list[_SubtaskJob] = []
+    skips: list[VNBenchSkip] = []
     if specs:
         main, skipped = pick_haystacks(videos, n=params.samples_per_subtask,
                                        min_s=params.min_haystack_s,
@@ -155,8 +156,8 @@ class _Assets:
     clips: ClipSet
 
 
-def _assets(params: VNBenchParams, *, cache_dir: Path, jobs: Sequence[_Job]
-            ) -> tuple[_Assets, list[Skip]]:
+def _assets(params: VNBenchParams, *, cache_dir: Path, jobs: Sequence[_SubtaskJob]
+            ) -> tuple[_Assets, list[VNBenchSkip]]:
     style = TextStyle(font_path=resolve_font(params.font_path), size_frac=params.text_size_frac,
                       colour=params.text_colour, border_colour=params.border_colour)
     names, skips = usable_names(style.font_path)
@@ -172,13 +173,13 @@ def _assets(params: VNBenchParams, *, cache_dir: Path, jobs: Sequence[_Job]
 
 def _pools(params: VNBenchParams, *, assets: _Assets, haystacks: Sequence[Haystack],
            embedder: ImageEmbedder, render: RenderParams,
-           on_done: Callable[[], None] | None = None) -> tuple[dict[str, Pools], list[Skip]]:
+           on_done: Callable[[], None] | None = None) -> tuple[dict[str, Pools], list[VNBenchSkip]]:
     """Each haystack's pools: the images that pass the similarity filter on it
     (``on_done()`` after each haystack)."""
     screen = NeedleFilter(embedder, profile=render, threshold=params.similarity_threshold,
                           n_frames=params.filter_frames)
     pools: dict[str, Pools] = {}
-    skips: list[Skip] = []
+    skips: list[VNBenchSkip] = []
     for haystack in haystacks:
         kept, dropped = screen.screen(assets.images, haystack=haystack)
         skips += dropped
@@ -192,19 +193,19 @@ def _pools(params: VNBenchParams, *, assets: _Assets, haystacks: Sequence[Haysta
     return pools, skips
 
 
-def _compose_all(jobs: Sequence[_Job], *, pools: dict[str, Pools], params: VNBenchParams,
-                 render: RenderParams) -> tuple[list[VNBenchSample], list[Skip]]:
+def _compose_all(jobs: Sequence[_SubtaskJob], *, pools: dict[str, Pools], params: VNBenchParams,
+                 render: RenderParams) -> tuple[list[VNBenchSample], list[VNBenchSkip]]:
     layout = Layout(width=render.width, height=render.height, clip_s=params.clip_needle_s,
                     count_sigma=params.count_sigma)
     samples: list[VNBenchSample] = []
-    skips: list[Skip] = []
+    skips: list[VNBenchSkip] = []
     for spec, haystack, index in jobs:
         try:
             samples.append(compose_sample(spec, haystack=haystack,
                                           pools=pools[haystack.haystack_id], index=index,
                                           seed=params.seed, layout=layout))
         except VNBenchError as err:
-            skips.append(Skip(f"{spec.task} on haystack {haystack.haystack_id}", str(err)))
+            skips.append(VNBenchSkip(f"{spec.task} on haystack {haystack.haystack_id}", str(err)))
     return samples, skips
 
 

@@ -31,7 +31,7 @@ from PIL import Image
 from needleforge.vnbench.assets import ImageSet
 from needleforge.vnbench.clips import ClipSet
 from needleforge.vnbench.names import subtitle_for
-from needleforge.vnbench.records import Group, Method, NeedleKind, Region, VNBenchError
+from needleforge.vnbench.records import Group, Method, NeedleKind, NeedleRegion, VNBenchError
 
 ORDER_NEEDLES = 4
 #: Counting-E2: seconds edited and the most copies per second (seed 000, App. A.4).
@@ -104,7 +104,7 @@ class Pools:
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
-class Content:
+class NeedleContent:
     """One needle's content before placement."""
 
     label: str
@@ -117,7 +117,7 @@ class Content:
 class Draft:
     """A subtask's needles in time order, the retrieval pool, and the counted label."""
 
-    contents: tuple[Content, ...]
+    contents: tuple[NeedleContent, ...]
     pool: tuple[str, ...] = ()
     counted: str = ""
 
@@ -132,12 +132,12 @@ def labels_for(spec: SubtaskSpec, *, pools: Pools) -> tuple[str, ...]:
 
 
 def _content(spec: SubtaskSpec, *, label: str, pools: Pools, rng: random.Random,
-             copies: int = 1) -> Content:
+             copies: int = 1) -> NeedleContent:
     if spec.kind == "subtitle":
-        return Content(label=label, text=subtitle_for(label))
+        return NeedleContent(label=label, text=subtitle_for(label))
     files = ([c.path for c in pools.clips.of_label(label)] if spec.kind == "clip"
              else [i.path for i in pools.images.of_label(label)])
-    return Content(label=label, asset=str(rng.choice(files)), copies=copies)
+    return NeedleContent(label=label, asset=str(rng.choice(files)), copies=copies)
 
 
 def count_bounds(spec: SubtaskSpec, *, pools: Pools) -> tuple[int, int]:
@@ -219,7 +219,7 @@ def _need(spec: SubtaskSpec, *, pool: Sequence[str], n: int) -> None:
 
 
 def grid_regions(asset: str, *, copies: int, width: int, height: int,
-                 rng: random.Random) -> tuple[Region, ...]:
+                 rng: random.Random) -> tuple[NeedleRegion, ...]:
     """Where ``copies`` copies of image ``asset`` go: distinct cells of a 3x3 grid.
 
     Each copy keeps the image's aspect ratio, fits its cell less an 8 % margin and is
@@ -244,5 +244,5 @@ def grid_regions(asset: str, *, copies: int, width: int, height: int,
         w, h = max(2, round(img_w * scale)), max(2, round(img_h * scale))
         x = (cell % GRID) * cell_w + (cell_w - w) // 2
         y = (cell // GRID) * cell_h + (cell_h - h) // 2
-        regions.append(Region(x=x, y=y, width=w, height=h))
+        regions.append(NeedleRegion(x=x, y=y, width=w, height=h))
     return tuple(regions)

@@ -458,7 +458,8 @@ def _spread(frames: Sequence[Keyframe], most: int) -> list[Keyframe]:
 def _count(text: str, label: str) -> int:
     """How many of ``label`` the text claims ("two cups" → 2, "several" → 4), else 1."""
     words = "|".join(map(re.escape, _COUNTS))
-    match = re.search(rf"\b({words}|\d+)\s+{re.escape(plural(label))}\b", text.lower())
+    match = re.search(rf"\b({words}|\d+)\s+{re.escape(normalize(plural(label)))}\b",
+                      text.lower())
     if match is None:
         return 1
     word = match.group(1)
