@@ -33,7 +33,6 @@ import itertools
 import math
 from collections.abc import Callable, Sequence
 
-import cv2
 import numpy as np
 import numpy.typing as npt
 
@@ -65,6 +64,8 @@ _WIDTH = 160
 
 
 def _grey(image: npt.NDArray[np.uint8]) -> npt.NDArray[np.float32]:
+    import cv2  # on first use: the describer imports this module for WALK_TAG alone
+
     if image.ndim != 3 or image.shape[2] != 3 or image.dtype != np.uint8 or not image.size:
         raise ValueError(f"image must be non-empty uint8 (H, W, 3) RGB; got {image.dtype} "
                          f"{image.shape}")
@@ -77,6 +78,8 @@ def _grey(image: npt.NDArray[np.uint8]) -> npt.NDArray[np.float32]:
 def camera_shift(a: npt.NDArray[np.uint8], b: npt.NDArray[np.uint8]) -> float:
     """How far the picture moved from frame ``a`` to ``b``, in frame heights (the global
     translation phase correlation finds; small moving people do not move it)."""
+    import cv2
+
     ga, gb = _grey(a), _grey(b)
     if ga.shape != gb.shape:
         raise ValueError(f"frames differ in size: {a.shape} and {b.shape}")
