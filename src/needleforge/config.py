@@ -288,6 +288,11 @@ class ReleaseParams(_Section):
     )
     unauthorized: Literal["exclude", "error"] = "exclude"
     exclude_contaminated: bool = False
+    # Human verdicts (needleforge review --from label-studio | yaml): which questions must have
+    # a human decision to ship — none, all, or a seeded fraction (release/human_review.py). A
+    # question humans judged invalid never ships; a corrected answer ships as corrected.
+    require_human_review: Literal["none", "all"] | Annotated[float, Field(gt=0, lt=1)] = "none"
+    human_review_seed: int = 0
 
     def check_day(self) -> dt.date:
         """The day source licences must still be valid on: ``release_date``, else today (UTC)."""

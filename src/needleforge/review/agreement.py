@@ -79,11 +79,13 @@ def judges_agreement(verdicts: Iterable[HumanVerdict]) -> Agreement:
         b = [multi[k][second] for k in shared]
         pairs.append(PairAgreement(first, second, len(shared),
                                    sum(x == y for x, y in zip(a, b, strict=True)),
-                                   _kappa(a, b)))
+                                   cohen_kappa(a, b)))
     return Agreement(len(multi), tuple(pairs))
 
 
-def _kappa(a: list[str], b: list[str]) -> float | None:
+def cohen_kappa(a: list[str], b: list[str]) -> float | None:
+    """Cohen's kappa of two judges' labels on the same items (None: fewer than two items,
+    or undefined for want of variance)."""
     if len(a) < 2:
         return None
     from sklearn.metrics import cohen_kappa_score  # heavy import, only when needed

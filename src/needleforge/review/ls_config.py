@@ -46,13 +46,16 @@ LABEL_CONFIG = f"""<View>
 
 
 def _signature(xml: str) -> set[str]:
-    """Every element of a labeling config as ``path[attr=value,…]``: what it shows and asks."""
+    """Every element of a labeling config as its path, ``<View> > <Choices name="verdict" …>
+    > <Choice value="valid">``: what it shows and asks."""
     root = ET.fromstring(xml)
     out: set[str] = set()
 
     def walk(node: ET.Element, prefix: str) -> None:
-        attrs = ",".join(f"{k}={v}" for k, v in sorted(node.attrib.items()))
-        here = f"{prefix}/{node.tag}[{attrs}]"
+        # no square brackets: the CLI prints errors through rich, which reads them as markup
+        attrs = " ".join(f'{k}="{v}"' for k, v in sorted(node.attrib.items()))
+        tag = f"<{node.tag} {attrs}>" if attrs else f"<{node.tag}>"
+        here = f"{prefix} > {tag}" if prefix else tag
         out.add(here)
         for child in node:
             walk(child, here)
