@@ -145,7 +145,7 @@ def human_section(review: HumanReview, *, questions: Sequence[Question],
     for qid, valid in review.decided.items():
         buckets[montages[by_id[qid].montage_id].bucket].append(valid)
         kinds[by_id[qid].needle_type].append(valid)
-    need = {"none": "none", "all": "all"}.get(str(rule), f"a seeded {rule:.0%} sample")
+    need = rule if isinstance(rule, str) else f"a seeded {rule:.0%} sample"
     blocks: list[Paragraph | Table] = [Paragraph(
         f"{len(review.decided)} question(s) have a human decision ({sum(review.decided.values())}"
         f" valid); human review required: {need}. Left out: {len(review.judged_invalid)} "
