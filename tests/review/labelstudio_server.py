@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -24,6 +25,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 TOKEN = "needleforge-test-token-0123456789"
 ADMIN = "judge-a@example.org"
+PASSWORD = "pw-0123456789"
 
 
 @dataclasses.dataclass
@@ -67,11 +69,14 @@ def start_server(root: Path, *, timeout_s: float = 240.0) -> Server:
     env = {**os.environ, "LABEL_STUDIO_BASE_DATA_DIR": str(data),
            "LOCAL_FILES_SERVING_ENABLED": "true", "LOCAL_FILES_DOCUMENT_ROOT": str(media),
            "LATEST_VERSION_CHECK": "false", "COLLECT_ANALYTICS": "false",
+           # no error reports to Sentry (nothing leaves the machine; offline, the page's
+           # attempts would be console errors)
+           "SENTRY_DSN": "", "FRONTEND_SENTRY_DSN": "",
            "HOME": str(root)}  # nothing of the server lands in the real home
     with log.open("wb") as out:
         process = subprocess.Popen(
             [str(binary), "start", "--no-browser", "--host", "127.0.0.1", "--port", str(port),
-             "--data-dir", str(data), "--username", ADMIN, "--password", "pw-0123456789",
+             "--data-dir", str(data), "--username", ADMIN, "--password", PASSWORD,
              "--user-token", TOKEN, "--enable-legacy-api-token"],
             stdout=out, stderr=subprocess.STDOUT, env=env, cwd=root, start_new_session=True)
     server = Server(f"http://127.0.0.1:{port}", TOKEN, media, data, log, process, port)
@@ -113,3 +118,18 @@ def stop_server(server: Server) -> None:
     with socket.socket() as s:
         assert s.connect_ex(("127.0.0.1", server.port)) != 0, \
             f"something still listens on {server.url} after the server was stopped"
+
+
+def login_cookies(server: Server) -> list[dict[str, str]]:
+    """The session cookies of :data:`ADMIN` logged in through the server's login form, as
+    the DevTools protocol's ``Network.setCookies`` takes them."""
+    with httpx.Client(base_url=server.url, timeout=30) as client:
+        form = client.get("/user/login/")
+        match = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', form.text)
+        assert match, "no CSRF token on the login page"
+        done = client.post("/user/login/", data={
+            "email": ADMIN, "password": PASSWORD, "csrfmiddlewaretoken": match.group(1)},
+            headers={"Referer": f"{server.url}/user/login/"})
+        assert done.status_code == 302 and "sessionid" in client.cookies, done.text[:300]
+        return [{"name": k, "value": v, "domain": "127.0.0.1", "path": "/"}
+                for k, v in client.cookies.items()]

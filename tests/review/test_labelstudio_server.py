@@ -9,13 +9,17 @@ they started from).
 
 from __future__ import annotations
 
+import io
+import os
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
+import numpy as np
 import pytest
+from PIL import Image
 from typer.testing import CliRunner
 
 from needleforge.cli import app
@@ -23,7 +27,8 @@ from needleforge.records.human import corrected_answer
 from needleforge.review.ls_config import LABEL_CONFIG
 from needleforge.store import Store
 from needleforge.store.human import human_verdicts
-from tests.review.labelstudio_server import Server, start_server, stop_server
+from tests.review.chromium_page import chromium_binary, visit
+from tests.review.labelstudio_server import Server, login_cookies, start_server, stop_server
 from tests.review.review_cases import make_world
 
 pytestmark = pytest.mark.slow
@@ -172,3 +177,37 @@ def test_a_hand_changed_labeling_config_is_refused_saying_what_differs(
         assert '> <Choice value="unsure">' in result.output
     with Store(db, read_only=True) as store:
         assert human_verdicts(store) == []
+
+
+#: Ready when the video can play its first frame, the timeline counts the montage's frames at
+#: the task's rate (12 s at 25 fps), and the regions and verdict choices are drawn.
+_READY = """(() => {
+  const v = document.querySelector('video');
+  const text = document.body.innerText;
+  return Boolean(v && v.readyState >= 2 && text.includes('of 300') && text.includes('answer')
+    && text.includes('negative') && text.includes('wrong description'));
+})()"""
+
+
+def test_the_labeling_page_shows_the_video_and_the_timeline(
+        server: Server, world_db: Path, tmp_path: Path) -> None:
+    if chromium_binary() is None:
+        pytest.skip("no chromium (Debian: apt-get install chromium) for the screenshot")
+    db = tmp_path / "store.duckdb"
+    shutil.copy(world_db, db)
+    title = "screenshot round"
+    assert _review(server, db, "--to", "label-studio", title=title).exit_code == 0
+    api = _api(server)
+    project = next(p for p in api.get("/api/projects").json()["results"]
+                   if p["title"] == title)
+    task = _tasks(api, project["id"])[0]  # q-obj on m-obj: blue, magenta, cyan, olive
+    page = visit(f"{server.url}/projects/{project['id']}/data?task={task['id']}",
+                 cookies=login_cookies(server), ready_js=_READY, height=1400)
+    out = Path(os.environ.get("NEEDLEFORGE_SCREENSHOT_DIR", tmp_path))
+    (out / "labelstudio-task.png").write_bytes(page.png)
+    assert page.ready, f"the labeling page never showed video, timeline and choices: {out}"
+    assert page.errors == []
+    # the first frame of m-obj (scene 0, 0x2040C0) is on screen, larger than a thumbnail
+    pixels = np.asarray(Image.open(io.BytesIO(page.png)).convert("RGB")).astype(int)
+    blue = (np.abs(pixels - np.array([0x20, 0x40, 0xC0])).max(axis=2) < 24).sum()
+    assert blue > 200 * 120, f"{blue} px of the video's first frame in the screenshot"

@@ -31,7 +31,7 @@ MODEL_VERSION = "needleforge"
 LABEL_CONFIG = f"""<View>
   <Header value="$question"/>
   <Text name="description" value="$description"/>
-  <Video name="{VIDEO}" value="$video" frameRate="$fps" timelineHeight="80"/>
+  <Video name="{VIDEO}" value="$video" frameRate="$fps" timelineHeight="160"/>
   <TimelineLabels name="{SPANS}" toName="{VIDEO}">
     <Label value="{ANSWER}" background="#2ca02c"/>
     <Label value="{NEGATIVE}" background="#7f7f7f"/>
