@@ -9,6 +9,7 @@ they started from).
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import os
 import shutil
@@ -149,11 +150,48 @@ def test_a_review_round_trip(server: Server, world_db: Path, tmp_path: Path) -> 
     assert len(_tasks(api, project["id"])) == 2  # the annotated task is still there
 
 
+def test_a_reworded_question_replaces_its_unannotated_task(server: Server, world_db: Path,
+                                                           tmp_path: Path) -> None:
+    db = tmp_path / "store.duckdb"
+    shutil.copy(world_db, db)
+    title = "rewording round"
+    assert "2 task(s) added" in _review(server, db, "--to", "label-studio", title=title).output
+    with Store(db) as store:
+        reworded = [dataclasses.replace(q, text="At what times is the magenta kite seen?")
+                    for q in store.questions() if q.question_id == "q-obj"]
+        store.record_generation([], reworded, [])
+    pushed = _review(server, db, "--to", "label-studio", title=title)
+    assert "1 task(s) added, 1 already current" in pushed.output
+    assert "1 removed (never annotated), 0 kept (annotated)" in pushed.output
+    api = _api(server)
+    project = next(p for p in api.get("/api/projects").json()["results"]
+                   if p["title"] == title)
+    texts = sorted(t["data"]["question"] for t in _tasks(api, project["id"]))
+    assert texts == ["At what times is the magenta kite seen?",
+                     "When is the whole frame a flat orange screen?"]
+
+
 def test_a_wrong_token_is_refused_naming_the_server(server: Server, world_db: Path) -> None:
     result = runner.invoke(app, ["review", "--db", str(world_db), "--from", "label-studio",
                                  "--ls-url", server.url, "--ls-token", "not-the-token-000"])
     assert result.exit_code == 2, result.output
     assert f"Label Studio at {server.url} refused the API token" in result.output
+
+
+def test_a_personal_access_token_works_and_a_forged_one_is_refused(
+        server: Server, world_db: Path) -> None:
+    made = _api(server).post("/api/token/")  # the admin's personal access token (a JWT)
+    assert made.status_code == 201, made.text
+    token = made.json()["token"]
+    args = ["review", "--db", str(world_db), "--from", "label-studio", "--ls-url", server.url,
+            "--ls-project", "no such round"]
+    result = runner.invoke(app, [*args, "--ls-token", token])
+    # the token is accepted: the error is the missing project, past authentication
+    assert result.exit_code == 2 and "no project titled 'no such round'" in result.output
+    forged = runner.invoke(app, [*args, "--ls-token", token[:-4] + "AAAA"])
+    assert forged.exit_code == 2
+    assert f"Label Studio at {server.url} refused the API token on POST /api/token/refresh" \
+        in forged.output
 
 
 def test_a_hand_changed_labeling_config_is_refused_saying_what_differs(
@@ -202,7 +240,7 @@ def test_the_labeling_page_shows_the_video_and_the_timeline(
                    if p["title"] == title)
     task = _tasks(api, project["id"])[0]  # q-obj on m-obj: blue, magenta, cyan, olive
     page = visit(f"{server.url}/projects/{project['id']}/data?task={task['id']}",
-                 cookies=login_cookies(server), ready_js=_READY, height=1400)
+                 cookies=login_cookies(server), ready_js=_READY, height=1800)
     out = Path(os.environ.get("NEEDLEFORGE_SCREENSHOT_DIR", tmp_path))
     (out / "labelstudio-task.png").write_bytes(page.png)
     assert page.ready, f"the labeling page never showed video, timeline and choices: {out}"

@@ -93,3 +93,12 @@ def test_personal_access_tokens_are_told_from_legacy_ones() -> None:
     assert is_personal_access_token(jwt)
     assert not is_personal_access_token("0123456789abcdef0123456789abcdef01234567")
     assert not is_personal_access_token("a.b.c")  # three parts, but no JWT header
+
+
+def test_a_push_without_the_servers_media_root_says_which_flag(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("LOCAL_FILES_DOCUMENT_ROOT", raising=False)
+    result = runner.invoke(app, ["review", "--db", str(tmp_path / "s.duckdb"), "--to",
+                                 "label-studio", "--ls-token", "tok-123456"])
+    assert result.exit_code == 2, result.output
+    assert "http://127.0.0.1:8080" in result.output and "--media-root" in result.output

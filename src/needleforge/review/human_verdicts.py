@@ -18,6 +18,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from pathlib import Path
 
+from needleforge.errors import StoreError
 from needleforge.records.human import HumanVerdict, corrected_answer
 from needleforge.review.agreement import Agreement, judges_agreement
 from needleforge.review.items import build_items
@@ -69,8 +70,6 @@ def record_round(db: Path, verdicts: Sequence[HumanVerdict]) -> RoundOutcome:
         StoreError: ``db`` is missing, not a store, or the write failed (nothing written).
     """
     if not db.exists():
-        from needleforge.errors import StoreError
-
         raise StoreError(f"{db}: store not found")
     with Store(db) as store:
         recorded = record_human_verdicts(store, verdicts)

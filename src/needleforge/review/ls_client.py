@@ -89,16 +89,25 @@ class LabelStudio:
                 self._auth = f"Token {self._token}"
         return self._auth
 
+    def _request(self, method: str, path: str, *, json: Any, params: Mapping[str, Any] | None,
+                 auth: bool) -> httpx.Response:
+        headers = {"Authorization": self._authorization()} if auth else {}
+        try:
+            return self._client.request(method, path, json=json, params=params,
+                                        headers=headers)
+        except httpx.HTTPError as err:
+            raise LabelStudioError(f"Label Studio at {self.url}: cannot reach the server "
+                                   f"({err}); is `label-studio start` running on that "
+                                   "address?") from None
+
     def _send(self, method: str, path: str, *, json: Any = None,
               params: Mapping[str, Any] | None = None, auth: bool = True) -> Any:
-        headers = {"Authorization": self._authorization()} if auth else {}
         where = f"Label Studio at {self.url}"
-        try:
-            response = self._client.request(method, path, json=json, params=params,
-                                             headers=headers)
-        except httpx.HTTPError as err:
-            raise LabelStudioError(f"{where}: cannot reach the server ({err}); is "
-                                   "`label-studio start` running on that address?") from None
+        response = self._request(method, path, json=json, params=params, auth=auth)
+        if response.status_code == 401 and auth and self._auth.startswith("Bearer "):
+            # access tokens live minutes; a long push (rendering) outlives one: refresh once
+            self._auth = ""
+            response = self._request(method, path, json=json, params=params, auth=auth)
         if response.status_code in (401, 403):
             raise LabelStudioError(f"{where} refused the API token on {method} {path} "
                                    f"(HTTP {response.status_code}: {_detail(response)}); check "
