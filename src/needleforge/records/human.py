@@ -19,9 +19,12 @@ from typing import Literal
 
 HumanSource = Literal["label-studio", "yaml"]
 HUMAN_SOURCES: tuple[HumanSource, ...] = ("label-studio", "yaml")
-#: The Label Studio verdict choices (``review.ls_config.CHOICES``) and the YAML file's two.
-VERDICT_CHOICES = ("valid", "wrong span", "wrong description", "negative shows the target",
-                   "unsure", "invalid")
+#: The verdict choices of the Label Studio labeling config, in the order it shows them (the
+#: one definition: ``review.ls_config`` builds the config from it).
+LABEL_STUDIO_CHOICES = ("valid", "wrong span", "wrong description",
+                        "negative shows the target", "unsure")
+#: Every choice a stored verdict may carry: Label Studio's, and "invalid" of a YAML verdict.
+VERDICT_CHOICES = (*LABEL_STUDIO_CHOICES, "invalid")
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -85,7 +88,7 @@ def verdict_from_choice(choice: str, *, answer_changed: bool
         return False, spans_right, True
     if choice == "negative shows the target":
         return False, spans_right, False
-    raise ValueError(f"choice = {choice!r} must be one of {VERDICT_CHOICES[:5]}")
+    raise ValueError(f"choice = {choice!r} must be one of {LABEL_STUDIO_CHOICES}")
 
 
 def corrected_answer(verdicts: Iterable[HumanVerdict]

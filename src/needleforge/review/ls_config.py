@@ -19,10 +19,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from needleforge.records import Montage, Question
+from needleforge.records.human import LABEL_STUDIO_CHOICES
 from needleforge.review.items import ReviewItem
 
 #: The verdict choices, in the order the labeling screen shows them.
-CHOICES = ("valid", "wrong span", "wrong description", "negative shows the target", "unsure")
+CHOICES = LABEL_STUDIO_CHOICES
 ANSWER = "answer"
 NEGATIVE = "negative"
 SPANS, VERDICT, NOTE, VIDEO = "spans", "verdict", "note", "video"
