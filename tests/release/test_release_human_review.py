@@ -102,6 +102,8 @@ def test_humans_leave_out_the_invalid_and_correct_answers(judged: tuple[Path, Pa
     lo, hi = wilson(1, 2)
     assert f"{100 * lo:.1f} – {100 * hi:.1f} %" in card
     assert "Verifier vs humans on 2 question(s): same outcome on 1 (50.0 %)" in card
+    assert ("Judges: agreement on 1 question(s) judged by two or more judges: Cohen's kappa "
+            "n/a (mean of 1 pair(s)), same choice 100.0 %.") in card
 
 
 def test_requiring_review_of_all_ships_only_the_judged_valid(judged: tuple[Path, Path],

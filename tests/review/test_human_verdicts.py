@@ -85,6 +85,20 @@ def test_verdicts_on_a_vanished_question_are_kept_and_reported(db: Path) -> None
         assert [v.source_ref for v in human_verdicts(store)] == ["L/7"]
 
 
+def test_verdicts_withdrawn_upstream_are_reported_not_deleted(db: Path) -> None:
+    keys = _keys(db)
+    both = [_verdict(keys["q-obj"], "q-obj", "a", "valid", ref="L/projects/1/annotations/1"),
+            _verdict(keys["q-obj"], "q-obj", "b", "valid", ref="L/projects/1/annotations/2"),
+            _verdict(keys["q-obj"], "q-obj", "c", "valid", ref="L/projects/9/annotations/3")]
+    record_round(db, both, scope="L/projects/1/annotations/")
+    later = record_round(db, both[:1], scope="L/projects/1/annotations/")
+    assert later.gone_upstream == ("q-obj (L/projects/1/annotations/2)",)  # not project 9's
+    assert "1 stored verdict(s) whose annotation is no longer on the server" in later.to_text()
+    assert record_round(db, both[:1]).gone_upstream == ()  # no scope: nothing to compare
+    with Store(db, read_only=True) as store:
+        assert len(human_verdicts(store)) == 3
+
+
 def test_judges_who_correct_differently_leave_the_answer_as_generated(db: Path) -> None:
     keys = _keys(db)
     outcome = record_round(db, [

@@ -149,6 +149,15 @@ def test_a_review_round_trip(server: Server, world_db: Path, tmp_path: Path) -> 
     assert "0 removed (never annotated), 1 kept (annotated)" in pushed.output
     assert len(_tasks(api, project["id"])) == 2  # the annotated task is still there
 
+    # a judge deletes an annotation on the server: reported, kept
+    first_annotation = _tasks(api, project["id"])[0]["annotations"][0]["id"]
+    assert api.delete(f"/api/annotations/{first_annotation}").status_code == 204
+    after = _review(server, db, "--from", "label-studio")
+    assert "1 stored verdict(s) whose annotation is no longer on the server" in after.output
+    assert f"/annotations/{first_annotation}" in after.output
+    with Store(db, read_only=True) as store:
+        assert len(human_verdicts(store)) == 4
+
 
 def test_a_reworded_question_replaces_its_unannotated_task(server: Server, world_db: Path,
                                                            tmp_path: Path) -> None:

@@ -135,6 +135,14 @@ def _verifier_line(review: HumanReview, verifications: Sequence[Verification]) -
             f"({100 * same / len(pairs):.1f} %), Cohen's kappa {shown}{precision}.")
 
 
+def _judges_line(review: HumanReview) -> str:
+    from needleforge.review.agreement import judges_agreement
+
+    agreement = judges_agreement(v for vs in review.verdicts.values() for v in vs
+                                 if v.judged)
+    return "Judges: " + agreement.to_text() + "."
+
+
 def human_section(review: HumanReview, *, questions: Sequence[Question],
                   montages: Mapping[str, Montage], verifications: Sequence[Verification],
                   rule: str | float) -> Section:
@@ -157,5 +165,6 @@ def human_section(review: HumanReview, *, questions: Sequence[Question],
                          caption="Human validity per bucket"),
                    Table(("Evidence kind", *head[1:]), _validity_rows(kinds),
                          caption="Human validity per evidence kind (needle type)"),
-                   Paragraph(_verifier_line(review, verifications))]
+                   Paragraph(_verifier_line(review, verifications)),
+                   Paragraph(_judges_line(review))]
     return Section("Human review", tuple(blocks))

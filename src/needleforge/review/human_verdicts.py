@@ -37,6 +37,7 @@ class RoundOutcome:
     corrected: tuple[str, ...]
     conflicts: tuple[str, ...]
     agreement: Agreement
+    gone_upstream: tuple[str, ...] = ()  # stored verdicts whose source no longer has them
 
     def to_text(self) -> str:
         lines = [f"human verdicts: {self.given} read; {self.recorded.new} new, "
@@ -53,6 +54,11 @@ class RoundOutcome:
             lines.append(f"  {len(self.vanished)} verdict(s) on questions that no longer "
                          "exist (kept in the store, not applied):")
             lines += [f"    {v}" for v in self.vanished[:10]]
+        if self.gone_upstream:
+            lines.append(f"  {len(self.gone_upstream)} stored verdict(s) whose annotation is "
+                         "no longer on the server (kept, still applied; delete the rows by "
+                         "hand if they were withdrawn):")
+            lines += [f"    {v}" for v in self.gone_upstream[:10]]
         return "\n".join(lines)
 
 
@@ -63,8 +69,13 @@ def current_keys(store: Store) -> dict[str, str]:
     return {question_key(i.question, i.montage): i.question_id for i in items}
 
 
-def record_round(db: Path, verdicts: Sequence[HumanVerdict]) -> RoundOutcome:
+def record_round(db: Path, verdicts: Sequence[HumanVerdict], *,
+                 scope: str | None = None) -> RoundOutcome:
     """Store ``verdicts`` in ``db`` (one transaction) and sum up the stored verdicts.
+
+    ``scope``: the ``source_ref`` prefix of everything the source holds (a Label Studio
+    project's annotation URLs); stored verdicts under it that ``verdicts`` lacks were deleted
+    upstream and are reported (never deleted here).
 
     Raises:
         StoreError: ``db`` is missing, not a store, or the write failed (nothing written).
@@ -85,8 +96,12 @@ def record_round(db: Path, verdicts: Sequence[HumanVerdict]) -> RoundOutcome:
     corrected = sorted(keys[k] for k, vs in by_key.items() if corrected_answer(vs) is not None)
     conflicts = sorted(keys[k] for k, vs in by_key.items()
                        if len({v.answer_spans for v in vs if v.answer_spans and v.valid}) > 1)
+    gone = sorted(f"{v.question_id} ({v.source_ref})" for v in stored
+                  if scope and v.source_ref.startswith(scope)
+                  and (v.source, v.source_ref) not in pulled)
     return RoundOutcome(len(verdicts), recorded, tuple(vanished), tuple(corrected),
-                        tuple(conflicts), judges_agreement(v for v in live if v.judged))
+                        tuple(conflicts), judges_agreement(v for v in live if v.judged),
+                        tuple(gone))
 
 
 def yaml_verdicts(path: Path) -> list[HumanVerdict]:

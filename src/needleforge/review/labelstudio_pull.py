@@ -21,6 +21,11 @@ from needleforge.review.ls_client import LabelStudio, LabelStudioError
 from needleforge.review.ls_config import CHOICES, answer_ranges, chosen, note, to_frames, to_seconds
 
 
+def annotation_ref(url: str, project_id: int, annotation_id: object) -> str:
+    """Where a verdict came from: ``<server>/projects/<id>/annotations/<id>``."""
+    return f"{url}/projects/{project_id}/annotations/{annotation_id}"
+
+
 def _predicted(data: Mapping[str, Any], fps: float) -> list[tuple[float, float]]:
     # through frames and back, as the annotation's spans are, so equal spans compare equal
     return sorted(to_seconds(to_frames((float(s), float(e)), fps), fps)
@@ -81,7 +86,7 @@ def pull_verdicts(ls: LabelStudio, title: str) -> tuple[int, list[HumanVerdict]]
         if not isinstance(task.get("data"), dict) or not task["data"].get("nf_key"):
             continue  # a task added by hand
         for annotation in task.get("annotations") or []:
-            ref = f"{ls.url}/projects/{pid}/annotations/{annotation['id']}"
+            ref = annotation_ref(ls.url, pid, annotation["id"])
             verdict = annotation_verdict(task, annotation, users=users, ref=ref)
             if verdict is not None:
                 verdicts.append(verdict)
@@ -98,4 +103,5 @@ def pull_from_label_studio(db: Path, target: Target) -> tuple[int, RoundOutcome]
     """
     with LabelStudio(target.url, target.token) as ls:
         pid, verdicts = pull_verdicts(ls, target.title)
-    return pid, record_round(db, verdicts)
+        scope = annotation_ref(ls.url, pid, "")
+    return pid, record_round(db, verdicts, scope=scope)
