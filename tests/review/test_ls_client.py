@@ -77,7 +77,8 @@ def test_cli_push_to_a_server_that_is_down_exits_2_naming_it(tmp_path: Path) -> 
     url = f"http://127.0.0.1:{_closed_port()}"
     result = runner.invoke(app, ["review", "--db", str(tmp_path / "s.duckdb"), "--to",
                                  "label-studio", "--ls-url", url, "--ls-token", "tok-123456",
-                                 "--media-root", str(tmp_path)])
+                                 "--media-root", str(tmp_path), "--videos",
+                                 str(tmp_path / "render")])
     assert result.exit_code == 2, result.output
     assert url in result.output and "cannot reach the server" in result.output
     assert "Traceback" not in result.output
@@ -102,3 +103,15 @@ def test_a_push_without_the_servers_media_root_says_which_flag(
                                  "label-studio", "--ls-token", "tok-123456"])
     assert result.exit_code == 2, result.output
     assert "http://127.0.0.1:8080" in result.output and "--media-root" in result.output
+
+
+def test_a_video_folder_the_server_does_not_serve_is_refused_before_rendering(
+        tmp_path: Path) -> None:
+    videos = tmp_path / "elsewhere" / "render"
+    result = runner.invoke(app, ["review", "--db", str(tmp_path / "s.duckdb"), "--to",
+                                 "label-studio", "--ls-token", "tok-123456", "--media-root",
+                                 str(tmp_path / "served"), "--videos", str(videos)])
+    assert result.exit_code == 2, result.output
+    assert f"montage folder {videos} is not under the Label Studio server's " \
+        "LOCAL_FILES_DOCUMENT_ROOT" in result.output
+    assert not videos.exists()

@@ -104,6 +104,19 @@ def ensure_project(ls: LabelStudio, target: Target) -> tuple[dict[str, Any], boo
     return project, False
 
 
+def check_served(path: Path, media_root: Path, *, what: str = "montage folder") -> None:
+    """Refuse ``path`` unless it lies under ``media_root`` (the server serves nothing else).
+
+    Raises:
+        LabelStudioError: naming both folders.
+    """
+    if not path.resolve().is_relative_to(media_root.resolve()):
+        raise LabelStudioError(f"{what} {path.resolve()} is not under the Label Studio "
+                               f"server's {ROOT_ENV} {media_root.resolve()}; render into a "
+                               "folder under it (--videos) or start the server with a root "
+                               "above it")
+
+
 def video_url(video: Path, media_root: Path) -> str:
     """The ``/data/local-files/`` URL of ``video`` on a server whose document root is
     ``media_root``.
@@ -111,12 +124,9 @@ def video_url(video: Path, media_root: Path) -> str:
     Raises:
         LabelStudioError: ``video`` does not lie under ``media_root``.
     """
-    video, root = video.resolve(), media_root.resolve()
-    if not video.is_relative_to(root):
-        raise LabelStudioError(f"montage video {video} is not under the Label Studio server's "
-                               f"{ROOT_ENV} {root}; render into a folder under it (--videos) "
-                               "or start the server with a root above it")
-    return "/data/local-files/?d=" + urllib.parse.quote(video.relative_to(root).as_posix())
+    check_served(video, media_root, what="montage video")
+    relative = video.resolve().relative_to(media_root.resolve())
+    return "/data/local-files/?d=" + urllib.parse.quote(relative.as_posix())
 
 
 def ensure_local_storage(ls: LabelStudio, project_id: int, folder: Path) -> None:

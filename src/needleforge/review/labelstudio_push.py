@@ -20,6 +20,7 @@ from needleforge.montage_render import render_montages
 from needleforge.review.items import ReviewItem, build_items, choose_items
 from needleforge.review.labelstudio_project import (
     Target,
+    check_served,
     ensure_local_storage,
     ensure_project,
     find_project,
@@ -56,26 +57,25 @@ class PushOutcome:
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
-class _Chosen:
+class _Rendered:
     chosen: list[ReviewItem]
-    all_keys: set[str]
+    all_keys: set[str]  # of every question of the store, chosen or not
+    rendered: int
 
 
-def _choose(db: Path, *, all_buckets: bool, limit: int | None) -> tuple[_Chosen, Store]:
-    store = Store(db, read_only=True)
-    items = build_items(store.questions(), store.montages(), objects=store.objects(),
-                        verifications=store.verifications())
-    return _Chosen(choose_items(items, all_buckets=all_buckets, limit=limit),
-                   {question_key(i.question, i.montage) for i in items}), store
-
-
-def _render(store: Store, items: list[ReviewItem], *, videos: Path, cache: Path,
-            render: RenderParams) -> int:
-    montages = list({i.montage.montage_id: i.montage for i in items}.values())
-    report = render_montages(montages, scenes_by_id={s.scene_id: s for s in store.scenes()},
-                             videos_by_id={v.video_id: v for v in store.videos()},
-                             out_dir=videos, cache_dir=cache, params=render)
-    return sum(1 for m in report.montages if not m.skipped)
+def _choose_and_render(db: Path, *, all_buckets: bool, limit: int | None, videos: Path,
+                       cache: Path, render: RenderParams) -> _Rendered:
+    with Store(db, read_only=True) as store:
+        items = build_items(store.questions(), store.montages(), objects=store.objects(),
+                            verifications=store.verifications())
+        chosen = choose_items(items, all_buckets=all_buckets, limit=limit)
+        montages = list({i.montage.montage_id: i.montage for i in chosen}.values())
+        report = render_montages(
+            montages, scenes_by_id={s.scene_id: s for s in store.scenes()},
+            videos_by_id={v.video_id: v for v in store.videos()}, out_dir=videos,
+            cache_dir=cache, params=render)
+    return _Rendered(chosen, {question_key(i.question, i.montage) for i in items},
+                     sum(1 for m in report.montages if not m.skipped))
 
 
 def push_to_label_studio(
@@ -105,14 +105,13 @@ def push_to_label_studio(
         raise LabelStudioError(
             f"Label Studio at {target.url}: the server's local-files root is not known; pass "
             "--media-root (the LOCAL_FILES_DOCUMENT_ROOT the server was started with)")
+    check_served(videos, target.media_root)  # before any work
     say = on_step or (lambda _msg: None)
     with LabelStudio(target.url, target.token) as ls:
         find_project(ls, target.title)  # server, token and config, before any work
-        chosen, store = _choose(db, all_buckets=all_buckets, limit=limit)
-        with store:
-            say(f"rendering {len(chosen.chosen)} question(s)' montages into {videos}")
-            rendered = _render(store, chosen.chosen, videos=videos,
-                               cache=cache or videos / ".cache", render=render)
+        say(f"rendering the chosen questions' montages into {videos}")
+        chosen = _choose_and_render(db, all_buckets=all_buckets, limit=limit, videos=videos,
+                                    cache=cache or videos / ".cache", render=render)
         project, created = ensure_project(ls, target)
         pid = int(project["id"])
         ensure_local_storage(ls, pid, videos)
@@ -138,5 +137,6 @@ def push_to_label_studio(
                 removed += 1
     current = sum(1 for i in chosen.chosen
                   if question_key(i.question, i.montage) in existing)
-    return PushOutcome(ls.url, pid, created, len(new), current, removed, kept, rendered)
+    return PushOutcome(ls.url, pid, created, len(new), current, removed, kept,
+                       chosen.rendered)
 

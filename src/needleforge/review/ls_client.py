@@ -31,6 +31,7 @@ import httpx
 from needleforge.errors import NeedleforgeError
 
 PAGE_SIZE = 100
+IMPORT_BATCH = 500  # tasks per import request: one request per round stays small
 
 
 class LabelStudioError(NeedleforgeError):
@@ -167,12 +168,15 @@ class LabelStudio:
                          "use_blob_urls": False})
 
     def import_tasks(self, project_id: int, tasks: Sequence[Mapping[str, Any]]) -> list[int]:
-        """Create ``tasks`` (each ``{"data": …, "predictions": […]}``); their new ids."""
-        if not tasks:
-            return []
-        body = self._send("POST", f"/api/projects/{project_id}/import",
-                          params={"return_task_ids": "true"}, json=list(tasks))
-        return [int(i) for i in body.get("task_ids", [])]
+        """Create ``tasks`` (each ``{"data": …, "predictions": […]}``), :data:`IMPORT_BATCH`
+        a request; their new ids."""
+        ids: list[int] = []
+        for start in range(0, len(tasks), IMPORT_BATCH):
+            body = self._send("POST", f"/api/projects/{project_id}/import",
+                              params={"return_task_ids": "true"},
+                              json=list(tasks[start:start + IMPORT_BATCH]))
+            ids += [int(i) for i in body.get("task_ids", [])]
+        return ids
 
     def tasks(self, project_id: int) -> list[dict[str, Any]]:
         """Every task of the project with its annotations and predictions."""
