@@ -44,20 +44,22 @@ def review(
         "--verdicts YAML file.")] = None,
     ls_url: Annotated[str | None, typer.Option(
         "--ls-url", envvar="LABEL_STUDIO_URL", help="Label Studio server (default "
-        "http://127.0.0.1:8080).")] = None,
+        "review.label_studio_url, http://127.0.0.1:8080).")] = None,
     ls_token: Annotated[str | None, typer.Option(
         "--ls-token", envvar="LABEL_STUDIO_API_KEY", show_default=False,
         help="API token (legacy token or personal access token).")] = None,
     ls_project: Annotated[str | None, typer.Option(
-        "--ls-project", help="Project title (default 'needleforge review').")] = None,
+        "--ls-project", help="Project title (default review.project, 'needleforge "
+        "review').")] = None,
     media_root: Annotated[Path | None, typer.Option(
         "--media-root", envvar="LOCAL_FILES_DOCUMENT_ROOT", file_okay=False,
         help="The server's LOCAL_FILES_DOCUMENT_ROOT; --videos must lie under it.")] = None,
     videos: Annotated[Path, typer.Option("--videos", file_okay=False, help="Folder of the "
                                          "rendered montages the tasks play.")]
     = Path("data/render"),
-    annotators: Annotated[int, typer.Option("--annotators", min=1, help="Judges per task "
-                                            "(the project's overlap).")] = 1,
+    annotators: Annotated[int | None, typer.Option(
+        "--annotators", min=1, help="Judges per task (the project's overlap; default "
+        "review.annotators, 1).")] = None,
     params_path: Annotated[Path | None, typer.Option("--params", help=PARAMS_HELP,
                                                      dir_okay=False)] = None,
 ) -> None:
@@ -73,15 +75,16 @@ def review(
         return
     from needleforge.review.labelstudio_project import Target
 
+    params = resolve_params(params_path)
     target = Target.from_env(url=ls_url, token=ls_token, title=ls_project,
-                             media_root=media_root, annotators=annotators)
+                             media_root=media_root, annotators=annotators,
+                             params=params.review)
     if to is not None:
         from needleforge.review.labelstudio_push import push_to_label_studio
 
         with console.status("pushing to Label Studio…"):
-            pushed = push_to_label_studio(
-                db, target, videos=videos, render=resolve_params(params_path).render,
-                all_buckets=all_buckets, limit=limit)
+            pushed = push_to_label_studio(db, target, videos=videos, render=params.render,
+                                          all_buckets=all_buckets, limit=limit)
         console.print(pushed.to_text(), highlight=False, markup=False, soft_wrap=True)
         return
     from needleforge.review.labelstudio_pull import pull_from_label_studio

@@ -28,6 +28,7 @@ from needleforge.object_params import DEFAULT_LABEL_FAMILIES as DEFAULT_LABEL_FA
 from needleforge.object_params import ObjectParams as ObjectParams
 from needleforge.params_base import Section as _Section
 from needleforge.params_base import anchor_paths
+from needleforge.review_params import ReviewParams as ReviewParams
 
 
 class ProgramParams(_Section):
@@ -454,6 +455,7 @@ class Params(_Section):
     vnbench: VNBenchParams = Field(default_factory=VNBenchParams)
     runner: RunnerParams = Field(default_factory=RunnerParams)
     evaluate: EvaluateParams = Field(default_factory=EvaluateParams)
+    review: ReviewParams = Field(default_factory=ReviewParams)
 
 
 class ParamsError(ConfigError):

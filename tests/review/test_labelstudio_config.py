@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from needleforge.config import ReviewParams
 from needleforge.review import build_items, choose_items, question_key
 from needleforge.review.labelstudio_project import Target, video_url
 from needleforge.review.labelstudio_pull import annotation_verdict
@@ -146,3 +147,21 @@ def test_target_reads_the_environment_and_refuses_bad_values(
         Target(url="http://h", token="t", title="ab")
     with pytest.raises(LabelStudioError, match="annotators = 0 must be >= 1"):
         Target(url="http://h", token="t", annotators=0)
+
+
+def test_params_fill_in_what_flags_and_environment_leave_open(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("LABEL_STUDIO_URL", raising=False)
+    params = ReviewParams(label_studio_url="http://review.lan:8081", project="round 7",
+                          annotators=3)
+    target = Target.from_env(token="t-123456", params=params)
+    assert (target.url, target.title, target.annotators) == ("http://review.lan:8081",
+                                                             "round 7", 3)
+    monkeypatch.setenv("LABEL_STUDIO_URL", "http://env:1")
+    flagged = Target.from_env(url=None, token="t", title="round 8", annotators=2,
+                              params=params)
+    assert (flagged.url, flagged.title, flagged.annotators) == ("http://env:1", "round 8", 2)
+    with pytest.raises(ValueError, match="label_studio_url"):
+        ReviewParams(label_studio_url="review.lan:8081")
+    with pytest.raises(ValueError, match="token"):
+        ReviewParams.model_validate({"token": "secret"})  # never a parameter

@@ -1,6 +1,6 @@
 """Where a review round lives in Label Studio: the server, the project, the served videos.
 
-The project is found by its title (``review.label_studio`` settings or the CLI). A project
+The project is found by its title (``review.project`` in params.yaml, or the CLI). A project
 whose labeling config differs from ours (:data:`~needleforge.review.ls_config.LABEL_CONFIG`)
 is refused on push and on pull, naming every element that differs: a renamed choice would
 otherwise turn annotators' verdicts into something else.
@@ -21,12 +21,12 @@ from typing import Any
 
 from needleforge.review.ls_client import LabelStudio, LabelStudioError
 from needleforge.review.ls_config import LABEL_CONFIG, config_differences
+from needleforge.review_params import ReviewParams
 
 URL_ENV = "LABEL_STUDIO_URL"
 TOKEN_ENV = "LABEL_STUDIO_API_KEY"
 ROOT_ENV = "LOCAL_FILES_DOCUMENT_ROOT"
-DEFAULT_URL = "http://127.0.0.1:8080"
-DEFAULT_TITLE = "needleforge review"
+DEFAULT_TITLE = ReviewParams().project
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -50,13 +50,17 @@ class Target:
     @classmethod
     def from_env(cls, *, url: str | None = None, token: str | None = None,
                  title: str | None = None, media_root: Path | None = None,
-                 annotators: int = 1) -> Target:
+                 annotators: int | None = None, params: ReviewParams | None = None,
+                 ) -> Target:
         """Arguments given win; else ``LABEL_STUDIO_URL``, ``LABEL_STUDIO_API_KEY`` and
-        ``LOCAL_FILES_DOCUMENT_ROOT`` (the names the server and its SDK read)."""
+        ``LOCAL_FILES_DOCUMENT_ROOT`` (the names the server and its SDK read); else
+        ``params`` (``review:`` of params.yaml, never the token)."""
+        params = params or ReviewParams()
         root = media_root or (Path(os.environ[ROOT_ENV]) if os.environ.get(ROOT_ENV) else None)
-        return cls(url=url or os.environ.get(URL_ENV) or DEFAULT_URL,
-                   token=token or os.environ.get(TOKEN_ENV, ""), title=title or DEFAULT_TITLE,
-                   media_root=root, annotators=annotators)
+        return cls(url=url or os.environ.get(URL_ENV) or params.label_studio_url,
+                   token=token or os.environ.get(TOKEN_ENV, ""),
+                   title=title or params.project, media_root=root,
+                   annotators=annotators or params.annotators)
 
 
 def find_project(ls: LabelStudio, title: str) -> dict[str, Any] | None:
