@@ -60,6 +60,9 @@ def review(
     annotators: Annotated[int | None, typer.Option(
         "--annotators", min=1, help="Judges per task (the project's overlap; default "
         "review.annotators, 1).")] = None,
+    restore_config: Annotated[bool, typer.Option(
+        "--restore-config", help="With --to: put needleforge's labeling config back on a "
+        "project whose config differs (refused otherwise).")] = False,
     params_path: Annotated[Path | None, typer.Option("--params", help=PARAMS_HELP,
                                                      dir_okay=False)] = None,
 ) -> None:
@@ -84,7 +87,8 @@ def review(
 
         with console.status("pushing to Label Studio…"):
             pushed = push_to_label_studio(db, target, videos=videos, render=params.render,
-                                          all_buckets=all_buckets, limit=limit)
+                                          all_buckets=all_buckets, limit=limit,
+                                          restore_config=restore_config)
         console.print(pushed.to_text(), highlight=False, markup=False, soft_wrap=True)
         return
     from needleforge.review.labelstudio_pull import pull_from_label_studio

@@ -100,8 +100,9 @@ def _errors(events: list[dict[str, Any]]) -> list[str]:
 
 
 def visit(url: str, *, cookies: list[dict[str, Any]], ready_js: str, timeout_s: float = 60.0,
-          width: int = 1400, height: int = 1000) -> PageVisit:
-    """Open ``url`` with ``cookies`` set; wait until ``ready_js`` evaluates truthy."""
+          width: int = 1400, height: int = 1000, then_js: str | None = None) -> PageVisit:
+    """Open ``url`` with ``cookies`` set; wait until ``ready_js`` evaluates truthy, run
+    ``then_js`` (e.g. seek the video) and give the page two seconds more."""
     binary = chromium_binary()
     if binary is None:
         raise RuntimeError("no chromium")
@@ -132,6 +133,8 @@ def visit(url: str, *, cookies: list[dict[str, Any]], ready_js: str, timeout_s: 
                 value = session.call("Runtime.evaluate", expression=ready_js,
                                      returnByValue=True).get("result", {}).get("value")
                 ready = bool(value)
+            if ready and then_js:
+                session.call("Runtime.evaluate", expression=then_js, awaitPromise=True)
             session.drain(2.0)  # late errors of the first render
             shot = session.call("Page.captureScreenshot", format="png")
             return PageVisit(base64.b64decode(shot["data"]), ready, _errors(session.events),

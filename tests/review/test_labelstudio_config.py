@@ -53,6 +53,16 @@ def test_our_config_agrees_with_itself_whatever_the_layout() -> None:
     assert config_differences(squeezed) == []
 
 
+def test_looks_are_not_differences() -> None:
+    restyled = (LABEL_CONFIG.replace('timelineHeight="200"', 'timelineHeight="120"')
+                .replace('background="#2ca02c"', 'background="green"')
+                .replace("Is the question right?", "Is this question right?")
+                .replace('placeholder="note (optional)"', 'placeholder="a note"'))
+    assert restyled != LABEL_CONFIG and config_differences(restyled) == []
+    retimed = LABEL_CONFIG.replace('frameRate="$fps"', 'frameRate="25"')
+    assert len(config_differences(retimed)) == 2  # what the spans are counted in: meaning
+
+
 def test_a_hand_changed_config_is_described_element_by_element() -> None:
     changed = LABEL_CONFIG.replace('<Choice value="unsure"/>', '<Choice value="maybe"/>')
     diff = config_differences(changed)
@@ -79,8 +89,8 @@ def test_task_payload_carries_the_question_its_key_and_prefilled_spans(world: Wo
     labels = [(r["value"]["timelinelabels"][0], r["value"]["ranges"][0]["start"],
                r["value"]["ranges"][0]["end"]) for r in regions]
     # m-obj: negative 0-3 s, the kite 3-6 s, negatives 6-9 and 9-12 s
-    assert labels == [("answer", 76, 150), ("negative", 1, 75), ("negative", 151, 225),
-                      ("negative", 226, 300)]
+    assert labels == [("negative", 1, 75), ("negative", 151, 225), ("negative", 226, 300),
+                      ("answer", 76, 150)]
     assert answer_ranges(regions, 25) == [(3.0, 6.0)]
 
 

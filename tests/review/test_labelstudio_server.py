@@ -224,6 +224,10 @@ def test_a_hand_changed_labeling_config_is_refused_saying_what_differs(
         assert '> <Choice value="unsure">' in result.output
     with Store(db, read_only=True) as store:
         assert human_verdicts(store) == []
+    restored = _review(server, db, "--to", "label-studio", "--restore-config", title=title)
+    assert restored.exit_code == 0, restored.output
+    assert "0 task(s) added, 2 already current" in restored.output
+    assert _review(server, db, "--from", "label-studio", title=title).exit_code == 0
 
 
 #: Ready when the video can play its first frame, the timeline counts the montage's frames at
@@ -233,6 +237,14 @@ _READY = """(() => {
   const text = document.body.innerText;
   return Boolean(v && v.readyState >= 2 && text.includes('of 300') && text.includes('answer')
     && text.includes('negative') && text.includes('wrong description'));
+})()"""
+
+
+_SEEK_INTO_THE_ANSWER = """(async () => {
+  const v = document.querySelector('video');
+  v.currentTime = 4.5;
+  await new Promise(r => setTimeout(r, 1500));
+  return v.currentTime;
 })()"""
 
 
@@ -249,12 +261,14 @@ def test_the_labeling_page_shows_the_video_and_the_timeline(
                    if p["title"] == title)
     task = _tasks(api, project["id"])[0]  # q-obj on m-obj: blue, magenta, cyan, olive
     page = visit(f"{server.url}/projects/{project['id']}/data?task={task['id']}",
-                 cookies=login_cookies(server), ready_js=_READY, height=1800)
+                 cookies=login_cookies(server), ready_js=_READY, height=1800,
+                 then_js=_SEEK_INTO_THE_ANSWER)
     out = Path(os.environ.get("NEEDLEFORGE_SCREENSHOT_DIR", tmp_path))
     (out / "labelstudio-task.png").write_bytes(page.png)
     assert page.ready, f"the labeling page never showed video, timeline and choices: {out}"
     assert page.errors == []
-    # the first frame of m-obj (scene 0, 0x2040C0) is on screen, larger than a thumbnail
+    # the player shows the answer: m-obj at 4.5 s is the kite's magenta scene, larger than a
+    # thumbnail (the labels' own colours are green and grey)
     pixels = np.asarray(Image.open(io.BytesIO(page.png)).convert("RGB")).astype(int)
-    blue = (np.abs(pixels - np.array([0x20, 0x40, 0xC0])).max(axis=2) < 24).sum()
-    assert blue > 200 * 120, f"{blue} px of the video's first frame in the screenshot"
+    magenta = (np.abs(pixels - np.array([0xFF, 0x00, 0xFF])).max(axis=2) < 24).sum()
+    assert magenta > 200 * 120, f"{magenta} px of the answer's frame in the screenshot"

@@ -63,12 +63,16 @@ class Target:
                    annotators=annotators or params.annotators)
 
 
-def find_project(ls: LabelStudio, title: str) -> dict[str, Any] | None:
-    """The project titled ``title`` (None when there is none), its config checked.
+def find_project(ls: LabelStudio, title: str, *, restore_config: bool = False,
+                 ) -> dict[str, Any] | None:
+    """The project titled ``title`` (None when there is none), its config checked; with
+    ``restore_config`` a config that differs is replaced by ours (the server refuses that
+    when its existing annotations would not fit the new config).
 
     Raises:
         LabelStudioError: two projects share the title, or the project's labeling config
-            differs from ours (the message lists each difference).
+            differs from ours (the message lists each difference), or the server refused
+            to restore it.
     """
     found = [p for p in ls.projects() if p.get("title") == title]
     if len(found) > 1:
@@ -79,17 +83,21 @@ def find_project(ls: LabelStudio, title: str) -> dict[str, Any] | None:
         return None
     project = found[0]
     differences = config_differences(str(project.get("label_config", "")))
+    if differences and restore_config:
+        return ls.update_project(int(project["id"]), {"label_config": LABEL_CONFIG})
     if differences:
         lines = "\n  ".join(differences[:12])
         raise LabelStudioError(
             f"Label Studio at {ls.url}: project {title!r} (id {project['id']}) has a labeling "
             f"config that was changed by hand; needleforge refuses to use it. What differs:\n"
-            f"  {lines}\nRestore the config (see `needleforge review --help`) or use another "
+            f"  {lines}\nPush with --restore-config to put needleforge's config back (the "
+            "server refuses if existing annotations would not fit it), or use another "
             "project title.")
     return project
 
 
-def ensure_project(ls: LabelStudio, target: Target) -> tuple[dict[str, Any], bool]:
+def ensure_project(ls: LabelStudio, target: Target, *, restore_config: bool = False,
+                   ) -> tuple[dict[str, Any], bool]:
     """The project of ``target``, created when missing; (project, created).
 
     Raises:
@@ -99,7 +107,7 @@ def ensure_project(ls: LabelStudio, target: Target) -> tuple[dict[str, Any], boo
               "maximum_annotations": target.annotators, "show_collab_predictions": True,
               "description": "needleforge question review: one task per question; correct "
                              "the answer spans, pick a verdict."}
-    project = find_project(ls, target.title)
+    project = find_project(ls, target.title, restore_config=restore_config)
     if project is None:
         return ls.create_project(fields), True
     if project.get("maximum_annotations") != target.annotators:

@@ -87,9 +87,11 @@ def push_to_label_studio(
     cache: Path | None = None,
     all_buckets: bool = False,
     limit: int | None = None,
+    restore_config: bool = False,
     on_step: Callable[[str], None] | None = None,
 ) -> PushOutcome:
-    """Create or update the review project of ``target`` with the questions of ``db``.
+    """Create or update the review project of ``target`` with the questions of ``db``;
+    ``restore_config`` replaces a project config that differs from ours.
 
     The server and token are checked first, then the project (its config must be ours),
     before any video is rendered.
@@ -108,11 +110,14 @@ def push_to_label_studio(
     check_served(videos, target.media_root)  # before any work
     say = on_step or (lambda _msg: None)
     with LabelStudio(target.url, target.token) as ls:
-        find_project(ls, target.title)  # server, token and config, before any work
+        if not restore_config:
+            find_project(ls, target.title)  # server, token and config, before any work
+        else:
+            ls.projects()  # server and token, before any work
         say(f"rendering the chosen questions' montages into {videos}")
         chosen = _choose_and_render(db, all_buckets=all_buckets, limit=limit, videos=videos,
                                     cache=cache or videos / ".cache", render=render)
-        project, created = ensure_project(ls, target)
+        project, created = ensure_project(ls, target, restore_config=restore_config)
         pid = int(project["id"])
         ensure_local_storage(ls, pid, videos)
         # tasks added by hand (no nf_key) are not ours: never touched

@@ -32,7 +32,7 @@ MODEL_VERSION = "needleforge"
 LABEL_CONFIG = f"""<View>
   <Header value="$question"/>
   <Text name="description" value="$description"/>
-  <Video name="{VIDEO}" value="$video" frameRate="$fps" timelineHeight="160"/>
+  <Video name="{VIDEO}" value="$video" frameRate="$fps" timelineHeight="200"/>
   <TimelineLabels name="{SPANS}" toName="{VIDEO}">
     <Label value="{ANSWER}" background="#2ca02c"/>
     <Label value="{NEGATIVE}" background="#7f7f7f"/>
@@ -46,15 +46,25 @@ LABEL_CONFIG = f"""<View>
 """
 
 
+#: The attributes that decide what a labeling config shows and what an annotation stores.
+_MEANINGFUL = frozenset({"name", "toName", "value", "choice", "required", "frameRate"})
+
+
 def _signature(xml: str) -> set[str]:
-    """Every element of a labeling config as its path, ``<View> > <Choices name="verdict" …>
-    > <Choice value="valid">``: what it shows and asks."""
+    """Every element of a labeling config that carries meaning, as its path,
+    ``<View> > <Choices name="verdict" …> > <Choice value="valid">``, with only the attributes
+    that decide what is shown and stored (:data:`_MEANINGFUL`). Looks do not count (colours,
+    placeholders, the timeline's height, a fixed heading's wording), so a needleforge release
+    that restyles the config still reads the projects an earlier one made."""
     root = ET.fromstring(xml)
     out: set[str] = set()
 
     def walk(node: ET.Element, prefix: str) -> None:
+        if node.tag == "Header" and not node.attrib.get("value", "").startswith("$"):
+            return  # a fixed heading: wording only
         # no square brackets: the CLI prints errors through rich, which reads them as markup
-        attrs = " ".join(f'{k}="{v}"' for k, v in sorted(node.attrib.items()))
+        attrs = " ".join(f'{k}="{v}"' for k, v in sorted(node.attrib.items())
+                         if k in _MEANINGFUL)
         tag = f"<{node.tag} {attrs}>" if attrs else f"<{node.tag}>"
         here = f"{prefix} > {tag}" if prefix else tag
         out.add(here)
@@ -100,12 +110,13 @@ def _region(region_id: str, label: str, span: tuple[float, float], fps: float) -
 
 
 def prediction_result(item: ReviewItem, fps: float) -> list[dict[str, Any]]:
-    """The pre-filled regions: one ``answer`` per target span, one ``negative`` per other
-    segment (ids ``a1…``, ``n1…``)."""
-    return ([_region(f"a{i}", ANSWER, s, fps)
-             for i, s in enumerate(spans_of(item.targets), start=1)]
-            + [_region(f"n{i}", NEGATIVE, s, fps)
-               for i, s in enumerate(spans_of(item.negatives), start=1)])
+    """The pre-filled regions: one ``negative`` per other segment, then one ``answer`` per
+    target span (ids ``n1…``, ``a1…``). Answers come last because the timeline lists the
+    last region on top: the answer row is in view even when the negatives overflow it."""
+    return ([_region(f"n{i}", NEGATIVE, s, fps)
+             for i, s in enumerate(spans_of(item.negatives), start=1)]
+            + [_region(f"a{i}", ANSWER, s, fps)
+               for i, s in enumerate(spans_of(item.targets), start=1)])
 
 
 def task_payload(item: ReviewItem, *, key: str, video_url: str, fps: float) -> dict[str, Any]:
