@@ -7,6 +7,9 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 DEV_STAMP := $(VENV)/.installed-dev
 DEMO_DB := data/db/expand.duckdb
+LS_VENV := .venv-labelstudio
+LS_STAMP := $(LS_VENV)/.installed
+LS_VERSION := 1.23.2
 
 export PATH := $(abspath $(VENV))/bin:$(PATH)
 export PREFECT_SERVER_ANALYTICS_ENABLED := false
@@ -116,8 +119,8 @@ PYTEST = $(PY) -m pytest -n $(PYTEST_WORKERS) --dist loadfile -m "$(1)"; rc=$$?;
 pytest: $(DEV_STAMP)
 	$(call PYTEST,not slow)
 
-pytest-slow: $(DEV_STAMP)
-	$(call PYTEST,slow)
+pytest-slow: $(DEV_STAMP) $(LS_STAMP)
+	NEEDLEFORGE_REQUIRE_LABEL_STUDIO=1 $(call PYTEST,slow)
 
 test: lint typecheck pytest
 
@@ -165,4 +168,18 @@ $(RAM_VENV)/.installed:
 		print('RAM++ env:', ', '.join(p + ' ' + m.version(p) for p in \
 		('ram', 'torch', 'torchvision', 'transformers', 'timm', 'fairscale')))"
 	@echo "RAM++ environment ready: objects.tagger_options: {python: $(RAM_PY)}"
+	touch $@
+
+# Label Studio in its own environment (README "Human review in Label Studio"; the slow test
+# tests/review/test_labelstudio_server.py). label-studio 1.23 pins Django 5.2 and ~150 other
+# packages (numpy among them, at another version than ours), so it never goes into .venv; the
+# project talks to it over its REST API with httpx. `make labelstudio-env` builds it (~1.5 min
+# here); `make test-slow` builds it first, and the slow test then requires it.
+.PHONY: labelstudio-env
+labelstudio-env: $(LS_STAMP)
+
+$(LS_STAMP):
+	test -x $(LS_VENV)/bin/python || $(PYTHON) -m venv $(LS_VENV)
+	$(LS_VENV)/bin/python -m pip install --quiet --no-compile "label-studio==$(LS_VERSION)"
+	$(LS_VENV)/bin/python -c "import importlib.metadata as m; print('label-studio', m.version('label-studio'))"
 	touch $@

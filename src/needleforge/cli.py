@@ -19,6 +19,7 @@ from rich.console import Console
 from needleforge import __version__
 from needleforge.cli_evaluate import evaluate, leaderboard, score
 from needleforge.cli_release import publish, pull
+from needleforge.cli_review import review
 from needleforge.cli_support import (
     counts_table,
     print_reason_groups,
@@ -334,44 +335,14 @@ def release(
     console.print(report.summary(), highlight=False, markup=False)
 
 
-# publish and pull live in cli_release, evaluate, score and leaderboard in cli_evaluate (kept
-# out of this module to keep it short)
+# publish and pull live in cli_release, evaluate, score and leaderboard in cli_evaluate, review
+# in cli_review (kept out of this module to keep it short)
 app.command()(pull)
 app.command()(publish)
 app.command()(evaluate)
 app.command()(score)
 app.command()(leaderboard)
-
-
-@app.command()
-@_user_errors
-def review(
-    db: DbOption = DEFAULT_DB,
-    out: Annotated[Path, typer.Option("--out", help="Folder for the sheets, index.html and "
-                                      "verdicts_template.yaml.", file_okay=False)]
-    = Path("data/review"),
-    verdicts: Annotated[Path | None, typer.Option(
-        "--verdicts", help="Human verdict file (YAML) to count.", dir_okay=False)] = None,
-    all_buckets: Annotated[bool, typer.Option(
-        "--all-buckets", help="Every question, not only short single-needle ones.")] = False,
-    limit: Annotated[int | None, typer.Option("--limit", min=1, help="At most N sheets.")]
-    = None,
-) -> None:
-    """Contact sheets to judge NeMo questions by eye, and the human verdicts' report."""
-    from needleforge.review import review_store
-
-    with StageProgress("review", "contact sheets") as report:
-        outcome = review_store(db, out, verdicts_path=verdicts, all_buckets=all_buckets,
-                               limit=limit, on_sheet=report)
-    console.print(f"review: {len(outcome.sheets)} contact sheet(s) in {out}; index "
-                  f"{outcome.index}; verdict template {outcome.template}", highlight=False)
-    if outcome.missing_frames:
-        err_console.print(f"[bold yellow]warning:[/] {outcome.missing_frames} frame(s) could "
-                          "not be decoded (grey placeholders on the sheets)", highlight=False)
-        for problem in outcome.problems[:3]:
-            err_console.print(f"  {problem}", highlight=False, markup=False, soft_wrap=True)
-    if outcome.report is not None:
-        console.print(outcome.report.to_text(), markup=False, highlight=False)
+app.command()(review)
 
 
 @app.command()

@@ -28,6 +28,7 @@ from needleforge.object_params import DEFAULT_LABEL_FAMILIES as DEFAULT_LABEL_FA
 from needleforge.object_params import ObjectParams as ObjectParams
 from needleforge.params_base import ParamsSection as _Section
 from needleforge.params_base import anchor_paths
+from needleforge.review_params import ReviewParams as ReviewParams
 
 
 class ProgramParams(_Section):
@@ -288,6 +289,11 @@ class ReleaseParams(_Section):
     )
     unauthorized: Literal["exclude", "error"] = "exclude"
     exclude_contaminated: bool = False
+    # Human verdicts (needleforge review --from label-studio | yaml): which questions must have
+    # a human decision to ship — none, all, or a seeded fraction (release/human_review.py). A
+    # question humans judged invalid never ships; a corrected answer ships as corrected.
+    require_human_review: Literal["none", "all"] | Annotated[float, Field(gt=0, lt=1)] = "none"
+    human_review_seed: int = 0
 
     def check_day(self) -> dt.date:
         """The day source licences must still be valid on: ``release_date``, else today (UTC)."""
@@ -449,6 +455,7 @@ class Params(_Section):
     vnbench: VNBenchParams = Field(default_factory=VNBenchParams)
     runner: RunnerParams = Field(default_factory=RunnerParams)
     evaluate: EvaluateParams = Field(default_factory=EvaluateParams)
+    review: ReviewParams = Field(default_factory=ReviewParams)
 
 
 class ParamsError(ConfigError):

@@ -79,5 +79,5 @@ def test_version_4_store_gets_the_scan_tables(tmp_path: Path) -> None:
     db = tmp_path / "v4.duckdb"
     store_at_version(db, 4)
     with Store(db) as store:
-        assert store.schema_version == SCHEMA_VERSION == 5
+        assert store.schema_version == SCHEMA_VERSION >= 5
         assert store.counts()["negative_scans"] == 0

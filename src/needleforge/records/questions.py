@@ -77,7 +77,7 @@ COLUMNS: Mapping[str, ColumnType] = {
     "haystack": "string", "montage_id": "string", "target_scene_id": "string",
     "target_object_id": "string", "description": "string", "template_id": "string",
     "backend": "string", "model_version": "string", "verified_by": "strings",
-    "source_video_ids": "strings",
+    "source_video_ids": "strings", "answer_changed_by": "strings",
 }
 #: Fields every question has; a row missing one is named in this order.
 COMMON_KEYS = ("question_id", "family", "task", "question", "video", "duration_s", "bucket",

@@ -107,15 +107,20 @@ def select_questions(
 
 
 def question_record(
-    question: Question, montage: Montage, verdicts: Sequence[Verification]
+    question: Question, montage: Montage, verdicts: Sequence[Verification], *,
+    answer: Sequence[tuple[float, float]] | None = None, answer_changed_by: Sequence[str] = (),
 ) -> dict[str, Any]:
     """The release record of one NeMo question (key order is the file's column order).
+
+    ``answer``: spans humans set instead of the plan's (``answer_changed_by`` names them;
+    the record then carries that column).
 
     Raises:
         ReleaseError: no answer can be derived, or the scorer would refuse the record (the
             message carries the scorer's reason).
     """
-    spans = answer_spans(question, montage)
+    spans = list(answer) if answer is not None else answer_spans(question, montage)
+    human = {"answer_changed_by": list(answer_changed_by)} if answer is not None else {}
     try:
         row = GroundingQuestion(
             question_id=question.question_id, family="nemo",
@@ -132,6 +137,7 @@ def question_record(
                 "backend": question.backend,
                 "model_version": question.model_version,
                 "verified_by": [f"{v.verifier}/{v.model_version}" for v in verdicts],
+                **human,
             })
         return row.to_dict()
     except QuestionRecordError as exc:

@@ -44,6 +44,7 @@ from needleforge.records import (
     Verification,
     Video,
 )
+from needleforge.records.human import HumanVerdict
 from needleforge.release import changelog, exports, history, manifest
 from needleforge.release.answers import video_path
 from needleforge.release.bias_card import bias_section, write_bias_plots
@@ -57,11 +58,14 @@ from needleforge.release.file_io import (
     write_jsonl,
     write_questions_parquet,
 )
+from needleforge.release.human_review import human_section
+from needleforge.release.markup import Section
 from needleforge.release.readme import write_readme
 from needleforge.release.sources import SOURCES_FILE, EarlierRelease, read_earlier
 from needleforge.release.vnbench_files import check_vnbench_release
 from needleforge.release.vnbench_input import read_vnbench
 from needleforge.store import Store
+from needleforge.store.human import human_verdicts
 
 #: ``gate(release_root, video_families)``: checks a finished release folder before it is moved
 #: into place, writing its report under ``release_root/quality``; raises to stop the release.
@@ -110,12 +114,23 @@ class _StoreData:
     montages: list[Montage]
     questions: list[Question]
     verifications: list[Verification]
+    human: list[HumanVerdict]
+
+    def question_keys(self) -> dict[str, str]:
+        """Question id → content key (what a human verdict is about), for questions whose
+        montage is stored."""
+        from needleforge.review.verdicts import question_key
+
+        by_id = {m.montage_id: m for m in self.montages}
+        return {q.question_id: question_key(q, by_id[q.montage_id]) for q in self.questions
+                if q.montage_id in by_id}
 
 
 def _read_store(db: Path) -> _StoreData:
     with Store(db, read_only=True) as store:
         return _StoreData(store.videos(), store.scenes(), store.scene_tags(), store.objects(),
-                          store.montages(), store.questions(), store.verifications())
+                          store.montages(), store.questions(), store.verifications(),
+                          human_verdicts(store))
 
 
 def _find_renders(render_dir: Path, montages: Sequence[Montage]) -> dict[str, Path]:
@@ -247,7 +262,7 @@ def _write_release(
     audit = audit_release(content.records, margin=params.quality.blind_margin)
     extra = (quality_section(verdict, root=root),
              bias_section(audit, images=write_bias_plots(root, audit)),
-             failures_section(run.failures))
+             failures_section(run.failures), _human_section(data, content, params))
     write_card(root, content.records, CardInputs(
         name=name, params=params.release,
         released=content.released_questions, montages=content.montages,
@@ -272,6 +287,16 @@ def _write_release(
     write_json(root / "manifest.json", doc)
     step()
     return _Written(changes, sha256_file(root / "manifest.json"), verdict)
+
+
+def _human_section(data: _StoreData, content: Content, params: Params) -> Section | None:
+    """The card's "Human review" section, when there are human verdicts or a requirement."""
+    rule = params.release.require_human_review
+    if content.human is None or (not data.human and rule == "none"):
+        return None
+    return human_section(content.human, questions=data.questions,
+                         montages={m.montage_id: m for m in data.montages},
+                         verifications=data.verifications, rule=rule)
 
 
 def _swap_into_place(tmp: Path, target: Path) -> None:
@@ -380,7 +405,8 @@ def build_release(
     content = gather(questions=data.questions, verifications=data.verifications,
                      montages=data.montages, videos=data.videos, params=params.release,
                      vnbench=vnbench, earlier=compared,
-                     min_window_s=params.quality.min_answer_window_s)
+                     min_window_s=params.quality.min_answer_window_s, human=data.human,
+                     keys=data.question_keys() if data.human else {})
     check_vnbench_release(content.records)
     step = Steps(RELEASE_STEPS, on_step)
     step()

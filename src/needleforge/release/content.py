@@ -4,7 +4,10 @@ Order of decisions: verification (:func:`select_questions`), then the sources of
 candidate question (a NeMo question's montage segments, a VNBench sample's haystack) go
 through :func:`needleforge.release.sources.assess`; a question with any excluded source is
 dropped, and the drop is recorded per source so the manifest, card and changelog can list it.
-Last, a NeMo question with an answer window shorter than ``min_window_s``
+Human verdicts come next (:mod:`needleforge.release.human_review`): a question humans judged
+invalid, or one that ``release.require_human_review`` asks a human decision of and has none,
+is left out, and a human-corrected answer replaces the plan's. Last, a NeMo question with an
+answer window shorter than ``min_window_s``
 (``quality.min_answer_window_s``) is left out: tIoU cannot judge so short a window (see
 ``docs/metrics.md``); the gate checks the shipped windows again.
 """
@@ -13,12 +16,13 @@ from __future__ import annotations
 
 import dataclasses
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from needleforge.config import ReleaseParams
 from needleforge.errors import ReleaseError
 from needleforge.records import Montage, Question, Verification, Video
+from needleforge.records.human import HumanVerdict
 from needleforge.release import sources as src
 from needleforge.release.answers import (
     Selection,
@@ -26,6 +30,7 @@ from needleforge.release.answers import (
     question_record,
     select_questions,
 )
+from needleforge.release.human_review import HumanReview, review_questions
 from needleforge.release.vnbench_input import VNBenchInput
 
 #: Answer windows are rounded to 1e-6 s in records; a 3 s window stays a 3 s window.
@@ -49,6 +54,7 @@ class Content:
     excluded_rows: list[dict[str, Any]]
     vnbench: VNBenchInput | None
     short_windows: tuple[str, ...] = ()
+    human: HumanReview | None = None
 
     @property
     def released_questions(self) -> list[Question]:
@@ -65,10 +71,13 @@ def gather(
     *, questions: Sequence[Question], verifications: Sequence[Verification],
     montages: Sequence[Montage], videos: Sequence[Video], params: ReleaseParams,
     vnbench: VNBenchInput | None, earlier: Sequence[src.EarlierRelease],
-    min_window_s: float = 0.0,
+    min_window_s: float = 0.0, human: Sequence[HumanVerdict] = (),
+    keys: Mapping[str, str] | None = None,
 ) -> Content:
     """Decide what ships (see the module docstring); ``min_window_s`` is the shortest answer
-    window a NeMo question may have.
+    window a NeMo question may have. ``human`` are the stored human verdicts and ``keys`` the
+    questions' content keys (:mod:`~needleforge.release.human_review` decides with them
+    after the verifier: ``params.require_human_review``).
 
     Raises:
         ReleaseError: a question's montage or a montage's source video is not in the store;
@@ -78,6 +87,12 @@ def gather(
     selection = select_questions(questions, verifications,
                                  include_unverified=params.include_unverified,
                                  require_all_verdicts=params.require_all_verdicts)
+    review = review_questions(questions, (q.question_id for q, _ in selection.released),
+                              keys=keys or {}, verdicts=human,
+                              rule=params.require_human_review, seed=params.human_review_seed)
+    if review.left_out:
+        selection = dataclasses.replace(selection, released=tuple(
+            (q, v) for q, v in selection.released if q.question_id not in review.left_out))
     by_id = {m.montage_id: m for m in montages}
     video_by_id = {v.video_id: v for v in videos}
     candidates: set[str] = set(vnbench.source_of.values()) if vnbench else set()
@@ -107,7 +122,9 @@ def gather(
         if bad:
             dropped.extend((v, question.question_id) for v in bad)
             continue
-        record = question_record(question, montage, verdicts)
+        record = question_record(question, montage, verdicts,
+                                 answer=review.answers.get(question.question_id),
+                                 answer_changed_by=review.changed_by(question.question_id))
         if min(e - s for s, e in record["answer_spans"]) < min_window_s - _WINDOW_TOLERANCE_S:
             short.append(question.question_id)
             continue
@@ -127,7 +144,8 @@ def gather(
         raise ReleaseError(
             f"nothing to release: of {len(questions)} NeMo questions, "
             f"{len(selection.failed)} failed verification, {len(selection.unverified)} were "
-            f"never verified, {len(short)} had an answer window shorter than "
+            f"never verified, {len(review.left_out)} lacked a valid human decision, "
+            f"{len(short)} had an answer window shorter than "
             f"{min_window_s:g} s, and {len(dropped)} question(s) or tries were dropped with "
             f"their {len(policy.excluded)} excluded source(s)")
     used_montages = [by_id[m] for m in sorted(by_montage)]
@@ -141,4 +159,4 @@ def gather(
                                        contaminated=policy.contaminated),
         excluded_rows=src.excluded_entries(policy, videos=video_by_id,
                                            dropped=src.group_dropped(dropped)),
-        vnbench=vnbench, short_windows=tuple(short))
+        vnbench=vnbench, short_windows=tuple(short), human=review)

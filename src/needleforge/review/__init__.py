@@ -4,6 +4,12 @@
 ``index.html`` and a ``verdicts_template.yaml``; judges record verdicts in a versioned YAML
 file keyed by the content they judged (:mod:`.verdicts`), and :func:`judge_report` counts
 them and compares them with the automatic verifier (:mod:`.report`).
+
+A team reviews in Label Studio instead: :mod:`.labelstudio_push` sends one task per question
+to a project (:mod:`.labelstudio_project`, :mod:`.ls_config`, over the REST client
+:mod:`.ls_client`), :mod:`.labelstudio_pull` brings the annotations back as human verdicts in
+the store (:mod:`.human_verdicts`, which also moves YAML verdict files over), with the judges'
+agreement (:mod:`.agreement`). See docs/review.md.
 """
 
 from needleforge.review.items import (

@@ -8,7 +8,7 @@ a fresh store runs them all in order.
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 
 _V1 = (
     """
@@ -202,11 +202,33 @@ _V5 = (
     """,
 )
 
+# Version 6: human verdicts (review/labelstudio_pull.py, records/human.py), keyed by where they
+# came from; a verdict on a question that changed or vanished stays (it no longer applies).
+_V6 = (
+    """
+    CREATE TABLE IF NOT EXISTS human_verdicts (
+        source            VARCHAR NOT NULL,
+        source_ref        VARCHAR NOT NULL,
+        question_key      VARCHAR NOT NULL,
+        question_id       VARCHAR NOT NULL,
+        annotator         VARCHAR NOT NULL,
+        choice            VARCHAR NOT NULL,
+        valid             BOOLEAN,
+        spans_right       BOOLEAN,
+        negatives_clean   BOOLEAN,
+        note              VARCHAR NOT NULL,
+        answer_spans_json VARCHAR,
+        updated_at        VARCHAR NOT NULL,
+        PRIMARY KEY (source, source_ref)
+    )
+    """,
+)
+
 #: ``MIGRATIONS[n]`` upgrades a store at version ``n`` to ``n + 1`` (version 0 = empty file).
-MIGRATIONS: dict[int, tuple[str, ...]] = {0: _V1, 1: _V2, 2: _V3, 3: _V4, 4: _V5}
+MIGRATIONS: dict[int, tuple[str, ...]] = {0: _V1, 1: _V2, 2: _V3, 3: _V4, 4: _V5, 5: _V6}
 
 TABLES: tuple[str, ...] = (
     "videos", "ingest_rejections", "scenes", "scene_tags", "objects", "object_boxes",
     "representations", "montages", "montage_segments", "questions", "verifications",
-    "negative_scans", "negative_sightings",
+    "negative_scans", "negative_sightings", "human_verdicts",
 )
