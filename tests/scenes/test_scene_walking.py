@@ -24,6 +24,7 @@ from needleforge.scenes.walking import (
     camera_shift,
     camera_still,
     gait,
+    may_walk,
     nobody_walks,
     pair_looks,
     walking_tags,
@@ -147,3 +148,30 @@ def test_bad_frames_are_refused() -> None:
         camera_shift(np.zeros((0, 160, 3), np.uint8), good)
     with pytest.raises(ValueError, match="differ in size"):
         camera_shift(good, np.zeros((180, 160, 3), np.uint8))
+
+
+def test_the_planner_keeps_out_negatives_where_someone_may_walk() -> None:
+    times, images = _still()
+    panned = [np.roll(images[0], 12 * k, axis=1) for k in range(4)]
+    stander = _track(0, "person", [(0.5 + 0.01 * (-1) ** k, 0.5) for k in range(4)])
+    slow = _track(1, "person", [(0.2 + 0.03 * k, 0.5) for k in range(4)])  # 0.27 heights/s
+    car = _track(2, "car", [(0.2 + 0.1 * k, 0.5) for k in range(4)])
+    assert not may_walk([stander, car], times, images)
+    assert may_walk([slow], times, images)  # under a walk, over a negative's margin
+    assert may_walk([stander], times, panned)  # people over a moving camera
+    assert not may_walk([car], times, panned)  # a pan with nobody in it is fine
+
+
+def test_a_cyclist_seen_by_the_verifier_rides_and_does_not_walk() -> None:
+    """On a street shot a cyclist's person box sits over a bicycle box and moves fast: that
+    negative shows no one walking (and no one the check cannot follow)."""
+    times, images = _still(2)
+    frames = {0.0: (0.10, 0.11), 1.0: (0.40, 0.41)}
+
+    def detect(t: float, image: npt.NDArray[np.uint8]) -> list[Detection]:
+        person_x, bike_x = frames[t]
+        return [Detection(t, "person", 0.9, Box(person_x, 0.3, 0.08, 0.3)),
+                Detection(t, "bicycle", 0.8, Box(bike_x - 0.02, 0.45, 0.12, 0.2))]
+
+    assert [look.kind for look in pair_looks(times, images, detect=detect,
+                                             min_speed=NEGATIVE_SPEED)] == ["empty"]

@@ -76,7 +76,7 @@ from needleforge.records import (
 )
 from needleforge.records.attire import described_attire
 from needleforge.records.phrases import normalize
-from needleforge.scenes import colour_cast, onscreen
+from needleforge.scenes import colour_cast, onscreen, walking
 from needleforge.scenes.palette import BLACK_AND_WHITE, clearly_in_colour
 
 if TYPE_CHECKING:
@@ -302,8 +302,8 @@ def drawable_scenes(targets: Sequence[Target], tables: SceneTables, *,
 
 
 def _acceptor(
-    target: Target, backends: _Backends, rejected: list[RejectedNegative], *,
-    excluded: frozenset[str], attire: Mapping[str, str],
+    target: Target, backends: _Backends, rejected: list[RejectedNegative],
+    tables: SceneTables, *, excluded: frozenset[str], attire: Mapping[str, str],
 ) -> Callable[[Scene], bool] | None:
     """The plan's ``accept`` check for ``target``: a negative of a scene needle may not show
     the target's own camera set-up (``backends.setup``), nor, when the question names a
@@ -311,7 +311,9 @@ def _acceptor(
     (:func:`~needleforge.scenes.palette.clearly_in_colour`, the looking verifier's own rule,
     on the frames it will look at), or when it names a colour cast ("a mostly orange
     scene"), a frame that looks that colour
-    (:func:`~needleforge.scenes.colour_cast.looks_like`, the same rule); then probe each
+    (:func:`~needleforge.scenes.colour_cast.looks_like`, the same rule), or when it names
+    someone walking, a person who moves or stands over a moving camera
+    (:func:`~needleforge.scenes.walking.may_walk`, on its tracks and keyframes); then probe each
     negative for the object's label and for everything else the question names
     (``excluded``; people it describes by their clothes, ``attire``, only in clothes that
     could be those), noting every probe refusal in ``rejected``; None when there is nothing
@@ -328,7 +330,8 @@ def _acceptor(
     grey_shot = BLACK_AND_WHITE in excluded and looked
     casts = sorted(colour_cast.family_of(t) for t in excluded & colour_cast.CAST_WORDS
                    ) if looked else []
-    if probe is None and setup is None and not grey_shot and not casts:
+    walk = walking.WALK_TAG in excluded and looked
+    if probe is None and setup is None and not grey_shot and not casts and not walk:
         return None
 
     def accept(scene: Scene) -> bool:
@@ -340,6 +343,11 @@ def _acceptor(
         if casts and any(colour_cast.looks_like(k.image, colour)
                          for k in backends.frames(scene) for colour in casts):
             return False  # a viewer could take it for the mostly-one-colour scene asked about
+        if walk:
+            frames = backends.frames(scene)
+            if walking.may_walk(tables.view(scene).objects, [k.t_s for k in frames],
+                                [k.image for k in frames]):
+                return False  # someone there may be walking, or cannot be followed
         if probe is None:
             return True
         refusal: Refusal | None = probe.evidence(scene, target, named=named, attire=attire)
@@ -376,7 +384,7 @@ def _plan_one(
     negatives = select_negatives(target, tables, params=params, rng=rng, excluded=excluded,
                                  attire=attire)
     plan = plan_short_montage(target, negatives, params=params, rng=rng,
-                              accept=_acceptor(target, backends, rejected,
+                              accept=_acceptor(target, backends, rejected, tables,
                                                excluded=excluded, attire=attire))
     if isinstance(plan, PlanSkip):
         return SkipRecord(target.target_id, target.needle_type, "plan",

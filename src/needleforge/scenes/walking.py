@@ -56,8 +56,10 @@ MIN_TRACK_S = 2.0
 MAX_CAMERA_SHIFT = 0.03
 #: Labels a person rides rather than walks.
 RIDDEN = frozenset({"bicycle", "motorcycle", "horse", "skateboard"})
+#: A person box this much inside a ridden thing's box is its rider.
+RIDER_OVERLAP = 0.3
 #: Frames of a pair this far apart (seconds) at most and at least.
-PAIR_GAP_S = (0.3, 2.0)
+PAIR_GAP_S = (0.3, 4.0)
 #: Detections of a person at this score or more take part.
 MIN_SCORE = 0.4
 _WIDTH = 160
@@ -118,8 +120,8 @@ def _overlap(a: Box, b: Box) -> float:
 def _riding(track: ObjectTrack, others: Sequence[ObjectTrack]) -> bool:
     ridden = [b for o in others if normalize(o.tag) in RIDDEN for b in o.boxes]
     over = sum(1 for box in track.boxes
-               if any(abs(r.t_s - box.t_s) < 0.05 and _overlap(r.box, box.box) >= 0.3
-                      for r in ridden))
+               if any(abs(r.t_s - box.t_s) < 0.05
+                      and _overlap(box.box, r.box) >= RIDER_OVERLAP for r in ridden))
     return over * 2 >= len(track.boxes)
 
 
@@ -149,6 +151,26 @@ def walking_tags(objects: Sequence[ObjectTrack], times: Sequence[float],
     if not gaits or not camera_still(times, images):
         return []
     return [(WALK_TAG, round(min(1.0, max(g.speed for g in gaits)), 4))]
+
+
+def may_walk(objects: Sequence[ObjectTrack], times: Sequence[float],
+             images: Sequence[npt.NDArray[np.uint8]]) -> bool:
+    """Whether a negative candidate could show someone walking, from its stored tracks and
+    keyframes (the planner's rule, before the verifier looks): a person track that moves at
+    :data:`NEGATIVE_SPEED` box heights a second or more, or people over a moving camera."""
+    people = [o for o in objects if is_person(o.tag) and not _riding(o, objects)]
+    if not people:
+        return False
+    aspect = images[0].shape[1] / images[0].shape[0] if images else 16 / 9
+    for person in people:
+        boxes = sorted(person.boxes, key=lambda b: b.t_s)
+        if len(boxes) >= 2 and boxes[-1].t_s > boxes[0].t_s:
+            moved = math.hypot((boxes[-1].box.x - boxes[0].box.x) * aspect,
+                               boxes[-1].box.y - boxes[0].box.y)
+            height = float(np.median([b.box.h for b in boxes]))
+            if moved / (boxes[-1].t_s - boxes[0].t_s) / height >= NEGATIVE_SPEED:
+                return True
+    return not camera_still(times, images)
 
 
 Detect = Callable[[float, npt.NDArray[np.uint8]], Sequence[Detection]]
@@ -210,7 +232,11 @@ def nobody_walks(looks: Sequence[PairLook]) -> bool:
 
 
 def _people(found: Sequence[Detection]) -> list[Box]:
-    return [d.box for d in found if is_person(d.label) and d.score >= MIN_SCORE]
+    """The person boxes of one frame's detections, riders left out (a person box over a
+    bicycle, motorcycle, horse or skateboard box rides rather than walks)."""
+    ridden = [d.box for d in found if normalize(d.label) in RIDDEN and d.score >= MIN_SCORE]
+    return [d.box for d in found if is_person(d.label) and d.score >= MIN_SCORE
+            and not any(_overlap(d.box, r) >= RIDER_OVERLAP for r in ridden)]
 
 
 def _nearest(box: Box, others: Sequence[Box], *, aspect: float) -> tuple[float, int] | None:
