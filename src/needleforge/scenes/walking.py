@@ -125,11 +125,13 @@ def _riding(track: ObjectTrack, others: Sequence[ObjectTrack]) -> bool:
     return over * 2 >= len(track.boxes)
 
 
-def gait(track: ObjectTrack, *, aspect: float) -> Gait | None:
-    """The track's motion, or None when it is too short to tell (:data:`MIN_TRACK_S`, three
-    boxes). ``aspect`` is the frame's width over its height."""
+def gait(track: ObjectTrack, *, aspect: float, min_boxes: int = 3,
+         min_s: float = MIN_TRACK_S) -> Gait | None:
+    """The track's motion, or None when it is too short to tell (``min_s`` seconds and
+    ``min_boxes`` boxes). ``aspect`` is the frame's width over its height."""
     boxes = sorted(track.boxes, key=lambda b: b.t_s)
-    if len(boxes) < 3 or boxes[-1].t_s - boxes[0].t_s < MIN_TRACK_S:
+    span = boxes[-1].t_s - boxes[0].t_s
+    if len(boxes) < min_boxes or span < min_s or span <= 0:
         return None
     xs = np.array([(b.box.x + b.box.w / 2) * aspect for b in boxes])
     ys = np.array([b.box.y + b.box.h / 2 for b in boxes])
@@ -163,13 +165,9 @@ def may_walk(objects: Sequence[ObjectTrack], times: Sequence[float],
         return False
     aspect = images[0].shape[1] / images[0].shape[0] if images else 16 / 9
     for person in people:
-        boxes = sorted(person.boxes, key=lambda b: b.t_s)
-        if len(boxes) >= 2 and boxes[-1].t_s > boxes[0].t_s:
-            moved = math.hypot((boxes[-1].box.x - boxes[0].box.x) * aspect,
-                               boxes[-1].box.y - boxes[0].box.y)
-            height = float(np.median([b.box.h for b in boxes]))
-            if moved / (boxes[-1].t_s - boxes[0].t_s) / height >= NEGATIVE_SPEED:
-                return True
+        moving = gait(person, aspect=aspect, min_boxes=2, min_s=0.0)
+        if moving is not None and moving.speed >= NEGATIVE_SPEED:
+            return True
     return not camera_still(times, images)
 
 
