@@ -122,3 +122,23 @@ def test_int8_finds_what_f32_finds_on_real_photos(scale: float | None) -> None:
         assert label in {d.label for d in a if d.score >= 0.7}, (name, a)  # what it shows
         assert not _unmatched(a, b, above=0.7), (name, a, b)
         assert not _unmatched(b, a, above=0.7), (name, a, b)
+
+
+def test_the_params_switch_reaches_every_embedded_detector() -> None:
+    # objects.detector_options, nemo.check_detector_options (the detector's own option) and
+    # nemo.verifier_options (the looking verifier's): the registry passes each on by name
+    from needleforge.backends import default_registry
+
+    registry = default_registry()
+    assert "precision" in registry.accepts("detector", "embedded")
+    assert "detector_precision" in registry.accepts("verifier", "embedded")
+    with pytest.raises(BackendError, match="precision = 'int16'"):
+        registry.create("detector", "embedded", precision="int16")
+
+
+def test_the_looking_verifier_refuses_an_unknown_detector_precision_up_front() -> None:
+    from needleforge.backends.embedded.verifier import LookingVerifier
+
+    with pytest.raises(BackendError, match="precision = 'fp16' must be one of f32, int8"):
+        LookingVerifier(detector_precision="fp16")  # type: ignore[arg-type]
+    assert LookingVerifier(detector_precision="int8").name == "embedded-looking"

@@ -5,7 +5,9 @@ of represent, 81 % of NeMo stage 2). OpenVINO runs the same frozen TensorFlow gr
 faster than ``cv2.dnn`` on one thread, in 32-bit floats, with outputs equal to ~2e-4
 (``benchmarks/detector_runtime.py``). Its default on CPUs with bfloat16 units is 3-10x faster
 but moves class logits by up to 3: a release would then depend on the machine that built it,
-so the precision is pinned to f32.
+so the precision is pinned to f32. ``precision="int8"`` runs a copy quantized once with NNCF
+instead (:mod:`.ssd_int8`): ~2x faster, not the f32 detections (``benchmarks/
+detector_int8.py`` says how close, and how close across instruction sets); it is opt-in.
 
 What runs where, so that the detections are those ``cv2.dnn`` gave with the text graph that
 ships beside the weights (``ssd_mobilenet_v2_coco_2018_03_29.pbtxt``):
