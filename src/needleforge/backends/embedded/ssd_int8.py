@@ -1,11 +1,12 @@
 """An INT8 copy of the SSD's convolutions: NNCF post-training quantization, made once.
 
 Why: the detector's convolutions are most of the CPU of the stages that look at pixels, and
-on a CPU without AVX-512 they cost ~1.7x what they cost here in f32. Quantized to 8-bit
-integers they run ~1.8x faster on AVX2 and ~3.5x faster with AVX-512 VNNI, with detections
-that agree with f32 at the rates ``benchmarks/detector_int8.py`` prints (boxes by IoU,
-labels, and the label-presence answers the NeMo negative check gives). f32 stays the default
-(``precision`` of :class:`~needleforge.backends.embedded.detector.EmbeddedDetector`).
+on a CPU without AVX-512 they cost ~1.6x what they cost with it, in f32. Quantized to
+8-bit integers a whole detection runs ~1.6-1.8x faster on AVX2 and ~2-2.3x faster with
+AVX-512 VNNI, with detections that agree with f32 at the rates ``benchmarks/detector_int8.py``
+prints (boxes by IoU, labels, and the label-presence answers the NeMo negative check gives),
+and that are the same on both. f32 stays the default (``precision`` of
+:class:`~needleforge.backends.embedded.detector.EmbeddedDetector`).
 
 **Calibration** (what the activations' ranges are measured on): photos that ship inside
 packages needleforge already depends on, none of which the studio's programs or the
