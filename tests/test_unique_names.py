@@ -30,13 +30,8 @@ SAME_MEANING: dict[str, frozenset[str]] = {
 }
 #: Names whose definitions mean different things, not renamed yet: each rename touches code
 #: that another change was rewriting when this list was written (issue 34: nemo/ and objects/,
-#: review/, backends/embedded/ssd_runtime.py).
+#: review/).
 TO_RENAME: dict[str, frozenset[str]] = {
-    # float64 arrays everywhere but in the SSD runtime, where it is float32
-    "FloatArray": frozenset({
-        "backends/embedded/confirm.py", "backends/embedded/ssd_runtime.py",
-        "backends/embedded/tagger.py", "backends/hf/tagger.py", "evaluate/spans.py",
-        "nemo/checks/negative_scan.py"}),
     # a verifier's verdict on a question; a human judge's verdict
     "Verdict": frozenset({"backends/writing.py", "review/verdicts.py"}),
     # two piece-of-a-montage types that issue 34's one span type replaces

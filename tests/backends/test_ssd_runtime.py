@@ -24,22 +24,11 @@ import numpy as np
 import pytest
 import skimage.data
 
-from needleforge.backends.embedded.model_files import (
-    OPENPIBO_DISTRIBUTION,
-    OPENPIBO_PACKAGE,
-    package_models_dir,
-)
-from needleforge.backends.embedded.ssd_runtime import (
-    SsdRuntime,
-    converted_model,
-    prior_boxes,
-    read_text_graph,
-)
+from needleforge.backends.embedded.ssd_output import prior_boxes, read_text_graph
+from needleforge.backends.embedded.ssd_runtime import SsdRuntime, converted_model
 from needleforge.errors import BackendError
+from tests.backends.ssd_files import GRAPH, TEXT
 
-MODELS = package_models_dir(OPENPIBO_PACKAGE, distribution=OPENPIBO_DISTRIBUTION)
-GRAPH = MODELS / "frozen_inference_graph.pb"
-TEXT = MODELS / "ssd_mobilenet_v2_coco_2018_03_29.pbtxt"
 SIZES = ((300, 300), (960, 540), (1280, 720), (416, 234))
 PHOTOS = ("chelsea", "astronaut", "coffee", "rocket")
 RECORDED = Path(__file__).parent / "golden" / "ssd_opencv" / "outputs.npz"
@@ -233,3 +222,19 @@ def test_text_graphs_it_does_not_implement_are_refused(tmp_path: Path) -> None:
         path.write_text(changed, encoding="utf-8")
         with pytest.raises(BackendError, match=expected):
             read_text_graph(path)
+
+
+def test_rows_above_a_score_are_those_rows_of_the_full_output(runtime: SsdRuntime) -> None:
+    # min_score skips suppressing boxes under it; what is above must not change, row for row
+    checked = 0
+    for name in PHOTOS:
+        frame = _photo(name)
+        for size in SIZES[:3]:
+            resized = cv2.resize(frame, size, interpolation=cv2.INTER_LINEAR)
+            full = runtime.rows(resized)
+            for floor in (0.05, 0.3, 0.5):
+                np.testing.assert_array_equal(runtime.rows(resized, min_score=floor),
+                                              full[full[:, 2] >= floor])
+                checked += int((full[:, 2] >= floor).sum())
+            assert (full[:, 2] < 0.3).any()  # there was something under the floors to skip
+    assert checked > 50

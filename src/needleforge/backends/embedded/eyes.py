@@ -26,7 +26,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from pathlib import Path
-from typing import Protocol, TypeVar
+from typing import Protocol, TypeVar, get_args
 
 import numpy as np
 import numpy.typing as npt
@@ -43,7 +43,9 @@ from needleforge.backends.embedded.model_files import (
     resolve_models_dir,
 )
 from needleforge.backends.embedded.pose import EmbeddedPose
+from needleforge.backends.embedded.ssd_runtime import Precision
 from needleforge.backends.embedded.tagger import LABELS_FILE, EmbeddedTagger
+from needleforge.errors import BackendError
 from needleforge.records import Detection
 from needleforge.records.phrases import holds, is_person, normalize
 
@@ -69,12 +71,17 @@ class Eyes:
         models_dir, num_threads: passed to every model.
         cache: frames whose detections and tags are kept (least recently added dropped).
         min_score: the lowest detection score any rule will ask about.
+        precision: the SSD's (``"f32"`` or ``"int8"``; checked when the detector is built).
     """
 
     def __init__(self, *, models_dir: Path | str | None = None, num_threads: int = 2,
-                 cache: int = 4096, min_score: float = c.REDETECT_MIN_SCORE) -> None:
+                 cache: int = 4096, min_score: float = c.REDETECT_MIN_SCORE,
+                 precision: Precision = "f32") -> None:
         self._models_dir, self._threads, self._cache_size = models_dir, num_threads, cache
-        self._min_score = min_score
+        if precision not in get_args(Precision):  # found now, not at the first detection
+            raise BackendError(f"precision = {precision!r} must be one of "
+                               f"{', '.join(get_args(Precision))}")
+        self._min_score, self._precision = min_score, precision
         self._detector: EmbeddedDetector | None = None
         self._tagger: EmbeddedTagger | None = None
         self._pose: EmbeddedPose | None = None
@@ -171,7 +178,7 @@ class Eyes:
         # all six feature maps upscaled: the redetect thresholds were measured that way
         return EmbeddedDetector(score_threshold=self._min_score, num_threads=threads,
                                 models_dir=self._models_dir, input_scale=c.REDETECT_SCALE,
-                                coarse_maps="upscaled")
+                                coarse_maps="upscaled", precision=self._precision)
 
     def _remember(self, cache: OrderedDict[_K, _V], key: _K, value: _V) -> None:
         cache[key] = value

@@ -5,7 +5,9 @@ of represent, 81 % of NeMo stage 2). OpenVINO runs the same frozen TensorFlow gr
 faster than ``cv2.dnn`` on one thread, in 32-bit floats, with outputs equal to ~2e-4
 (``benchmarks/detector_runtime.py``). Its default on CPUs with bfloat16 units is 3-10x faster
 but moves class logits by up to 3: a release would then depend on the machine that built it,
-so the precision is pinned to f32.
+so the precision is pinned to f32. ``precision="int8"`` runs a copy quantized once with NNCF
+instead (:mod:`.ssd_int8`): ~2x faster, not the f32 detections (``benchmarks/
+detector_int8.py`` says how close, and how close across instruction sets); it is opt-in.
 
 What runs where, so that the detections are those ``cv2.dnn`` gave with the text graph that
 ships beside the weights (``ssd_mobilenet_v2_coco_2018_03_29.pbtxt``):
@@ -34,136 +36,33 @@ model each, two threads detect twice as many frames a second (``benchmarks/detec
 
 from __future__ import annotations
 
-import dataclasses
 import os
-import re
 import shutil
 import tempfile
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, get_args
 
 import numpy as np
 import numpy.typing as npt
 
 from needleforge.backends.embedded.model_files import sha256_prefix
+from needleforge.backends.embedded.ssd_output import (
+    BOX_CHANNELS,
+    CLASS_CHANNELS,
+    Float32Array,
+    detection_rows,
+    prior_boxes,
+    read_text_graph,
+)
 from needleforge.errors import BackendError
 
-FloatArray = npt.NDArray[np.float32]
-#: Box-encoding and class channels per anchor (4 coordinates; 90 COCO ids + background).
-_BOX, _CLASSES = 4, 91
+#: The convolutions' arithmetic: the graph's f32, or INT8 quantized once (:mod:`.ssd_int8`).
+Precision = Literal["f32", "int8"]
 _MODEL_NAME = "ssd_heads"
 _bridge_lock = threading.Lock()
 _bridge_ready = False
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class PriorSpec:
-    """One ``PriorBox`` layer: its boxes' widths and heights in input pixels, the variances
-    and the centre offset within a cell."""
-
-    widths: tuple[float, ...]
-    heights: tuple[float, ...]
-    variance: tuple[float, float, float, float]
-    offset: float = 0.5
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class OutputSpec:
-    """The ``DetectionOutput`` layer's attributes."""
-
-    confidence_threshold: float
-    nms_threshold: float
-    top_k: int
-    keep_top_k: int
-    num_classes: int
-    background_label_id: int
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class TextGraph:
-    """What the text graph says about the layers computed here."""
-
-    priors: tuple[PriorSpec, ...]
-    output: OutputSpec
-
-
-def _nodes(text: str) -> dict[str, str]:
-    """Top-level ``node { ... }`` blocks of a text graph by name."""
-    blocks: dict[str, str] = {}
-    for block in re.split(r"(?m)^node \{", text)[1:]:
-        name = re.search(r'name: "([^"]+)"', block)
-        if name is not None:
-            blocks[name.group(1)] = block
-    return blocks
-
-
-def _attr(block: str, key: str) -> str | None:
-    """The text of attribute ``key`` in a node block (up to the next attribute)."""
-    match = re.search(rf'key: "{re.escape(key)}"(.*?)(?=key: "|\Z)', block, re.S)
-    return match.group(1) if match is not None else None
-
-
-def _floats(block: str, key: str) -> tuple[float, ...]:
-    text = _attr(block, key)
-    return tuple(float(v) for v in re.findall(r"float_val: ([-0-9.eE+]+)", text or ""))
-
-
-def _scalar(block: str, key: str, kind: str) -> str:
-    text = _attr(block, key)
-    match = re.search(rf"\b{kind}: \"?([^\s\"]+)", text or "")
-    if match is None:
-        raise BackendError(f"SSD text graph: detection_out has no {key!r} attribute")
-    return match.group(1)
-
-
-def read_text_graph(path: Path) -> TextGraph:
-    """The ``PriorBox_<k>`` and ``detection_out`` attributes of the text graph at ``path``.
-
-    Raises:
-        BackendError: the file cannot be read, or it lacks a layer or attribute this runtime
-            needs, or sets one it does not implement (steps, clipping, flipping).
-    """
-    try:
-        nodes = _nodes(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as exc:
-        raise BackendError(f"cannot read the SSD text graph {path}: {exc}") from exc
-    priors = []
-    for k in range(len(nodes)):
-        block = nodes.get(f"PriorBox_{k}")
-        if block is None:
-            break
-        for unsupported in ("step", "step_h", "step_w"):
-            if _attr(block, unsupported) is not None:
-                raise BackendError(f"SSD text graph {path}: PriorBox_{k} sets {unsupported!r}")
-        for flag in ("clip", "flip"):
-            if re.search(r"b: true", _attr(block, flag) or ""):
-                raise BackendError(f"SSD text graph {path}: PriorBox_{k} sets {flag!r}")
-        widths, heights = _floats(block, "width"), _floats(block, "height")
-        variance = _floats(block, "variance")
-        offset = _floats(block, "offset") or (0.5,)
-        if not widths or len(widths) != len(heights) or len(variance) != 4:
-            raise BackendError(f"SSD text graph {path}: PriorBox_{k} needs as many widths as "
-                               f"heights and 4 variances")
-        priors.append(PriorSpec(widths, heights, (variance[0], variance[1], variance[2],
-                                                   variance[3]), offset[0]))
-    out = nodes.get("detection_out")
-    if not priors or out is None:
-        raise BackendError(f"SSD text graph {path} has no PriorBox_0 or detection_out layer")
-    if _scalar(out, "code_type", "s") != "CENTER_SIZE" or \
-            _scalar(out, "share_location", "b") != "true":
-        raise BackendError(f"SSD text graph {path}: detection_out must be CENTER_SIZE with "
-                           f"shared locations")
-    spec = OutputSpec(
-        confidence_threshold=float(_scalar(out, "confidence_threshold", "f")),
-        nms_threshold=float(_scalar(out, "nms_threshold", "f")),
-        top_k=int(_scalar(out, "top_k", "i")), keep_top_k=int(_scalar(out, "keep_top_k", "i")),
-        num_classes=int(_scalar(out, "num_classes", "i")),
-        background_label_id=int(_scalar(out, "background_label_id", "i")))
-    if spec.num_classes != _CLASSES:
-        raise BackendError(f"SSD text graph {path}: {spec.num_classes} classes, not {_CLASSES}")
-    return TextGraph(tuple(priors), spec)
 
 
 def cache_root() -> Path:
@@ -216,7 +115,18 @@ def converted_model(graph: Path, *, cache: Path | None = None) -> Path:
             the cache folder cannot be written (naming it).
     """
     ov = _openvino()
-    xml = converted_path(graph, cache=cache)
+    return save_once(converted_path(graph, cache=cache), lambda: _cut(ov, graph))
+
+
+def save_once(xml: Path, build: Callable[[], Any]) -> Path:
+    """``xml`` (an IR file in a folder of its own), saving the model ``build()`` makes there
+    unless it is there already: written to a temporary folder beside it and renamed, so that
+    concurrent first uses neither see half a model nor fail (module docstring).
+
+    Raises:
+        BackendError: the folder cannot be written (naming it), or as ``build``.
+    """
+    ov = _openvino()
     folder = xml.parent
     if xml.is_file() and xml.with_suffix(".bin").is_file():
         return xml
@@ -226,7 +136,7 @@ def converted_model(graph: Path, *, cache: Path | None = None) -> Path:
     except OSError as exc:
         raise _unwritable(folder, exc) from exc
     try:
-        ov.save_model(_cut(ov, graph), str(tmp / xml.name), compress_to_fp16=False)
+        ov.save_model(build(), str(tmp / xml.name), compress_to_fp16=False)
         tmp.rename(folder)
     except OSError as exc:
         if not xml.is_file():  # not another process finishing first
@@ -292,8 +202,9 @@ def _heads(convs: Sequence[Any]) -> list[tuple[Any, Any]]:
     order: dict[str, int] = {}
     for conv in convs:
         channels = conv.input_value(1).get_partial_shape().to_shape()[0]
-        kind = "box" if channels % _BOX == 0 and channels // _BOX in (3, 6) else \
-            "class" if channels % _CLASSES == 0 else None
+        boxes = channels % BOX_CHANNELS == 0 and channels // BOX_CHANNELS in (3, 6)
+        kind = "box" if boxes else \
+            "class" if channels % CLASS_CHANNELS == 0 else None
         bias = [t.get_node() for t in conv.output(0).get_target_inputs()]
         if kind is None or len(bias) != 1:
             continue
@@ -341,111 +252,44 @@ def compiled(xml: Path, *, threads: int) -> Any:
         "PERFORMANCE_HINT": "LATENCY", "NUM_STREAMS": 1, "ENABLE_CPU_PINNING": False})
 
 
-def prior_boxes(sizes: Sequence[tuple[int, int]], *, width: int, height: int,
-                specs: Sequence[PriorSpec]) -> tuple[FloatArray, FloatArray]:
-    """Priors ``[xmin, ymin, xmax, ymax]`` (normalized) and their variances, in the order
-    OpenCV's ``PriorBox`` layers give them: level, row, column, box."""
-    boxes, variances = [], []
-    for (rows, cols), spec in zip(sizes, specs, strict=True):
-        step_x, step_y = width / cols, height / rows
-        cy, cx = np.meshgrid((np.arange(rows) + spec.offset) * step_y,
-                             (np.arange(cols) + spec.offset) * step_x, indexing="ij")
-        half_w = np.asarray(spec.widths) / 2.0
-        half_h = np.asarray(spec.heights) / 2.0
-        level = np.stack([(cx[..., None] - half_w) / width, (cy[..., None] - half_h) / height,
-                          (cx[..., None] + half_w) / width, (cy[..., None] + half_h) / height],
-                         axis=-1).reshape(-1, 4)
-        boxes.append(level)
-        variances.append(np.tile(np.asarray(spec.variance), (len(level), 1)))
-    return (np.concatenate(boxes).astype(np.float32),
-            np.concatenate(variances).astype(np.float32))
-
-
-def decode(loc: FloatArray, priors: FloatArray, variances: FloatArray) -> FloatArray:
-    """Centre-size decoding of TensorFlow-ordered encodings ``[ty, tx, th, tw]``."""
-    prior_w = priors[:, 2] - priors[:, 0]
-    prior_h = priors[:, 3] - priors[:, 1]
-    prior_cx = (priors[:, 0] + priors[:, 2]) / 2
-    prior_cy = (priors[:, 1] + priors[:, 3]) / 2
-    cx = variances[:, 0] * loc[:, 1] * prior_w + prior_cx
-    cy = variances[:, 1] * loc[:, 0] * prior_h + prior_cy
-    w = np.exp(variances[:, 2] * loc[:, 3]) * prior_w
-    h = np.exp(variances[:, 3] * loc[:, 2]) * prior_h
-    return np.stack([cx - w / 2, cy - h / 2, cx + w / 2, cy + h / 2], axis=1)
-
-
-def _overlaps(boxes: FloatArray) -> npt.NDArray[np.floating[Any]]:
-    """Jaccard overlaps of every pair of normalized ``boxes`` (as OpenCV: no +1, an inverted
-    box has no area, disjoint boxes overlap 0)."""
-    x1, y1, x2, y2 = (boxes[:, k] for k in range(4))
-    ix = np.minimum(x2[:, None], x2[None]) - np.maximum(x1[:, None], x1[None])
-    iy = np.minimum(y2[:, None], y2[None]) - np.maximum(y1[:, None], y1[None])
-    inter = np.where((ix > 0) & (iy > 0), ix * iy, 0.0)
-    area = np.where((x2 >= x1) & (y2 >= y1), (x2 - x1) * (y2 - y1), 0.0)
-    union = area[:, None] + area[None] - inter
-    return np.where(union > 0, inter / np.where(union > 0, union, 1.0), 0.0)
-
-
-def _nms(boxes: FloatArray, scores: npt.NDArray[np.floating[Any]], spec: OutputSpec
-         ) -> list[int]:
-    """Greedy NMS of one class: candidates above the threshold, best ``top_k`` first, each
-    kept unless it overlaps a kept one by more than ``nms_threshold``."""
-    candidates = np.flatnonzero(scores > spec.confidence_threshold)
-    if candidates.size == 0:
-        return []
-    order = candidates[np.argsort(-scores[candidates], kind="stable")]
-    if spec.top_k > -1:
-        order = order[: spec.top_k]
-    over = _overlaps(boxes[order]) > spec.nms_threshold
-    kept = np.zeros(len(order), dtype=bool)
-    suppressed = np.zeros(len(order), dtype=bool)
-    for i in range(len(order)):
-        if not suppressed[i]:
-            kept[i] = True
-            suppressed |= over[i]
-    return [int(i) for i in order[kept]]
-
-
-def detection_rows(loc: FloatArray, conf: FloatArray, priors: FloatArray,
-                   variances: FloatArray, spec: OutputSpec) -> npt.NDArray[np.float64]:
-    """OpenCV's ``DetectionOutput`` rows ``[0, class, score, xmin, ymin, xmax, ymax]``:
-    per-class NMS, then the best ``keep_top_k`` overall, listed by class."""
-    boxes = decode(loc, priors, variances)
-    scores = 1.0 / (1.0 + np.exp(-conf))
-    present = np.flatnonzero((scores > spec.confidence_threshold).any(axis=0))
-    kept = {int(c): _nms(boxes, scores[:, c], spec) for c in present
-            if c != spec.background_label_id}
-    pairs = [(float(scores[i, c]), c, i) for c, indices in kept.items() for i in indices]
-    if spec.keep_top_k > -1 and len(pairs) > spec.keep_top_k:
-        pairs.sort(key=lambda p: -p[0])
-        pairs = pairs[: spec.keep_top_k]
-    pairs.sort(key=lambda p: p[1])  # by class, each class best first (a stable sort)
-    rows = np.zeros((len(pairs), 7), dtype=np.float64)
-    for row, (score, c, i) in zip(rows, pairs, strict=True):
-        row[1], row[2], row[3:] = c, score, boxes[i]
-    return rows
-
-
 class SsdRuntime:
     """The detector's forward pass: a resized RGB frame in, OpenCV-style output rows out.
 
     Args:
         graph: the frozen graph (``.pb``); text_graph: its OpenCV text graph (``.pbtxt``).
         threads: OpenVINO inference threads for this runtime.
+        precision: ``"f32"`` (the graph's own weights) or ``"int8"`` (its convolutions
+            quantized once with NNCF: :mod:`.ssd_int8`).
 
     Raises:
-        BackendError: as :func:`converted_model` and :func:`read_text_graph`.
+        BackendError: an unknown ``precision``; as :func:`converted_model` and
+            :func:`read_text_graph` (and :func:`.ssd_int8.quantized_model` for int8).
     """
 
-    def __init__(self, graph: Path, text_graph: Path, *, threads: int) -> None:
+    def __init__(self, graph: Path, text_graph: Path, *, threads: int,
+                 precision: Precision = "f32") -> None:
+        if precision not in get_args(Precision):
+            raise BackendError(f"precision = {precision!r} must be one of "
+                               f"{', '.join(get_args(Precision))}")
         self.text = read_text_graph(text_graph)
-        self._request = compiled(converted_model(graph), threads=threads).create_infer_request()
-        self._priors: dict[tuple[int, int], tuple[FloatArray, FloatArray]] = {}
+        if precision == "int8":
+            from needleforge.backends.embedded.ssd_int8 import quantized_model  # needs NNCF
 
-    def rows(self, resized: npt.NDArray[Any], *, levels: int | None = None
-             ) -> npt.NDArray[np.float64]:
+            xml = quantized_model(graph)
+        else:
+            xml = converted_model(graph)
+        self.precision: Precision = precision
+        #: Names the INT8 model (NNCF version, calibration hash); "" in f32.
+        self.variant = "" if precision == "f32" else \
+            "int8-" + xml.parent.name.partition("-int8-")[2]
+        self._request = compiled(xml, threads=threads).create_infer_request()
+        self._priors: dict[tuple[int, int], tuple[Float32Array, Float32Array]] = {}
+
+    def rows(self, resized: npt.NDArray[Any], *, levels: int | None = None,
+             min_score: float = 0.0) -> npt.NDArray[np.float64]:
         """Detection rows for an RGB frame already resized to the network input size, from
-        the ``levels`` finest feature maps (None: all six, as OpenCV computes them).
+        the ``levels`` finest feature maps (None: all six, as OpenCV computes them); with
+        ``min_score``, only the rows scoring at least that (:func:`detection_rows`).
 
         Raises:
             ValueError: ``levels`` is not between 1 and the number of feature maps.
@@ -465,9 +309,10 @@ class SsdRuntime:
                                             specs=self.text.priors)
         priors, variances = self._priors[key]
         used = count if levels is None else levels
-        loc = np.concatenate([a.transpose(0, 2, 3, 1).reshape(-1, _BOX) for a in locs[:used]])
-        conf = np.concatenate([a.transpose(0, 2, 3, 1).reshape(-1, _CLASSES)
+        loc = np.concatenate([a.transpose(0, 2, 3, 1).reshape(-1, BOX_CHANNELS)
+                              for a in locs[:used]])
+        conf = np.concatenate([a.transpose(0, 2, 3, 1).reshape(-1, CLASS_CHANNELS)
                                for a in confs[:used]])
         # the priors are laid out level by level, finest first (prior_boxes)
         return detection_rows(loc, conf, priors[:len(loc)], variances[:len(loc)],
-                              self.text.output)
+                              self.text.output, min_score=min_score)

@@ -80,6 +80,7 @@ from needleforge.backends.embedded.eyes import Eyes, Submit
 from needleforge.backends.embedded.labels import COCO_LABELS
 from needleforge.backends.embedded.ocr import EmbeddedTextReader
 from needleforge.backends.embedded.shot_checks import negative_palette, palette
+from needleforge.backends.embedded.ssd_runtime import Precision
 from needleforge.backends.embedded.writer import (
     MIN_NAMEABLE_AREA,
     EmbeddedVerifier,
@@ -130,6 +131,7 @@ class LookingVerifier(EmbeddedVerifier):
             refuses the question.
         models_dir, num_threads: passed to the embedded models.
         cache_frames: frames whose detections and tags are kept.
+        detector_precision: the SSD's ``precision`` (``"f32"`` or ``"int8"``).
 
     Raises:
         BackendError: an option out of range (model files are looked for on first use).
@@ -139,7 +141,7 @@ class LookingVerifier(EmbeddedVerifier):
         self, *, keyframe_fps: float | None = 1.0, keyframe_offset_s: float = 0.1,
         same_frame_s: float = 0.05, span_margin_s: float = 0.5,
         negative_min_score: float = 0.5, models_dir: Path | str | None = None,
-        num_threads: int = 2, cache_frames: int = 4096,
+        num_threads: int = 2, cache_frames: int = 4096, detector_precision: Precision = "f32",
     ) -> None:
         for name, value in (("keyframe_offset_s", keyframe_offset_s),
                             ("same_frame_s", same_frame_s), ("span_margin_s", span_margin_s)):
@@ -155,7 +157,8 @@ class LookingVerifier(EmbeddedVerifier):
         self._same_s, self._margin_s = same_frame_s, span_margin_s
         self._negative_min = negative_min_score
         self._eyes = Eyes(models_dir=models_dir, num_threads=num_threads, cache=cache_frames,
-                          min_score=min(c.REDETECT_MIN_SCORE, negative_min_score))
+                          min_score=min(c.REDETECT_MIN_SCORE, negative_min_score),
+                          precision=detector_precision)
         self._text = _TextEyes(models_dir=models_dir, num_threads=num_threads,
                                cache=cache_frames)
 
