@@ -93,3 +93,29 @@ def test_two_shot_words_are_written_as_a_list() -> None:
     written = EmbeddedDescriber().write(TargetView(scene, tags, (), None), needle_type="scene")
     assert isinstance(written, WrittenNeedle)
     assert written.description == "A black-and-white, mostly light-grey scene."
+
+
+BLUE_TINT = "blue-tinted"
+
+
+def test_the_diver_asked_as_a_blue_tinted_scene() -> None:
+    """The outdoors program's underwater shots: the writer says "a blue-tinted scene", the
+    verifier measures the tint again; the tree at a window and the campus may be negatives,
+    the man in the car (a blue seat and window behind him) and the night city may not."""
+    scene = back_to_back(VIDEO, 1, length_s=6.0)[0]
+    written = EmbeddedDescriber().write(
+        TargetView(scene, (_cast(scene.scene_id, BLUE_TINT),), (), None), needle_type="scene")
+    assert isinstance(written, WrittenNeedle)
+    assert written.description == "A blue-tinted scene."
+    diver, tree, lawn = (real_frames("diver", most=4), real_frames("tree", most=2),
+                         real_frames("pedestrians", most=2))
+    verifier = LookingVerifier()
+    good = verifier.verify(_request(diver, [tree, lawn], word=BLUE_TINT))
+    assert good.passed, good.reason
+    assert "leaning blue-tinted" in good.reason
+    for other in ("carphone", "city"):
+        refused = verifier.verify(_request(diver, [tree, real_frames(other, most=2)],
+                                           word=BLUE_TINT))
+        assert not refused.passed and "negative-colour-cast" in refused.reason, other
+    wrong = verifier.verify(_request(lawn, [tree], word=BLUE_TINT))
+    assert not wrong.passed and "measure-colour-cast" in wrong.reason

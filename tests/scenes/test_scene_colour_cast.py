@@ -14,12 +14,14 @@ from needleforge.errors import StudioError
 from needleforge.scenes.colour_cast import (
     CAST_WORDS,
     MIN_CAST_SHARE,
+    MIN_TINT_SHARE,
     cast_share,
     cast_tags,
     family_of,
     looks_like,
     mostly,
     negative_look,
+    threshold,
 )
 from needleforge.studio.real_assets import REAL_SOURCES, sample_frames
 
@@ -51,11 +53,39 @@ def test_the_lego_model_on_its_backdrop_is_mostly_orange() -> None:
 TANKS = ("fish", "fish2")
 
 
-@pytest.mark.parametrize("name", sorted(set(REAL_SOURCES) - {"lego", *TANKS}))
+#: The real clips tinted blue all over: murky water, and a city at night.
+TINTED = ("city", "diver")
+
+
+@pytest.mark.parametrize("name", sorted(set(REAL_SOURCES) - {"lego", *TANKS, *TINTED}))
 def test_no_other_real_clip_is_mostly_one_colour(name: str) -> None:
-    """The nearest are the night towers (blue on one frame in eight, 0.43 or less on the
-    rest), the diver's water (blue 0.14-0.62) and the lectern room (orange 0.38-0.40)."""
+    """The nearest are the lectern room (orange 0.38-0.40) and the car seat and window behind
+    the man in the car (0.30-0.41 of the picture leaning blue, under the tint's 0.7)."""
     assert cast_tags(_frames(name)) == []
+
+
+@pytest.mark.parametrize("name", TINTED)
+def test_the_diver_and_the_night_city_are_blue_tinted(name: str) -> None:
+    """Neither is half blue by the colour words' chroma (the diver's water 0.12-0.62, the
+    towers 0.43 or less on seven frames of eight), but the whole picture leans blue."""
+    frames = _frames(name)
+    assert not all(mostly(f, "blue") for f in frames)
+    assert all(mostly(f, "blue-tinted") for f in frames)
+    [(word, share)] = cast_tags(frames)
+    assert word == "blue-tinted" and share >= 0.75
+
+
+def test_what_may_stand_beside_a_blue_tinted_scene() -> None:
+    """The tree at a window and the campus lawn may be its negatives; the man in the car,
+    with a blue seat and window behind him, may not; the diver may not serve a question
+    about the mostly blue towers, nor the towers one about the diver."""
+    for name in ("tree", "pedestrians", "lego", "race1906"):
+        assert not any(looks_like(f, "blue-tinted") for f in _frames(name)), name
+    car = _frames("carphone")
+    assert all(looks_like(f, "blue-tinted") for f in car)
+    assert "leans blue-tinted" in (negative_look(car[0], "blue-tinted") or "")
+    assert all(looks_like(f, "blue") for f in _frames("diver"))
+    assert all(looks_like(f, "blue-tinted") for f in _frames("city"))
 
 
 @pytest.mark.parametrize("name", TANKS)
@@ -107,13 +137,31 @@ def test_black_bars_are_not_picture() -> None:
     assert cast_tags([frame, frame]) == [("mostly orange", 1.0)]
 
 
-@pytest.mark.parametrize("hue", [160.0, 175.0, 190.0])
+@pytest.mark.parametrize("hue", [160.0, 170.0, 190.0])
 def test_hues_between_two_words_name_neither(hue: float) -> None:
     teal = _flat(hue)
     assert not mostly(teal, "green") and not mostly(teal, "blue")
-    assert cast_tags([teal]) == []
     # ... yet a negative showing it serves neither a green nor a blue question
     assert looks_like(teal, "blue") or looks_like(teal, "green")
+    # the blue side of the gap is a blue tint: a picture all of that hue
+    assert cast_tags([teal]) == ([] if hue < 175.0 else [("blue-tinted", 1.0)])
+    assert looks_like(teal, "blue-tinted")
+
+
+def test_a_tint_is_the_whole_picture_leaning_one_way() -> None:
+    """A grey frame a third painted blue has a blue mean colour, but no tint; a grey frame
+    with a faint blue cast (chroma 0.08) is tinted; a fainter one (0.05) is not, and may not
+    be a negative either."""
+    third = _flat(220.0)
+    third[:, : third.shape[1] * 2 // 3] = 128
+    assert cast_share(third, "blue-tinted") == pytest.approx(1 / 3, abs=0.02)
+    assert cast_tags([third]) == [] and looks_like(third, "blue-tinted")
+    faint = np.full((90, 160, 3), (110, 125, 130), np.uint8)  # chroma 0.08 at 197 degrees
+    assert cast_tags([faint]) == [("blue-tinted", 1.0)]
+    fainter = np.full((90, 160, 3), (118, 125, 131), np.uint8)  # chroma 0.05
+    assert cast_tags([fainter]) == []
+    assert looks_like(fainter, "blue-tinted")
+    assert threshold("blue-tinted") == MIN_TINT_SHARE and threshold("red") == MIN_CAST_SHARE
 
 
 def test_half_a_picture_is_the_line_and_every_keyframe_must_hold() -> None:
@@ -139,6 +187,9 @@ def test_words_and_bad_input() -> None:
     with pytest.raises(ValueError, match="colour-cast word"):
         family_of("orange")
     assert family_of("mostly light-grey") == "light-grey"
+    assert family_of("blue-tinted") == "blue-tinted" and "blue-tinted" in CAST_WORDS
+    with pytest.raises(ValueError, match="unknown colour"):
+        threshold("tinted")
     with pytest.raises(ValueError, match="unknown colour"):
         cast_share(_flat(25.0), "teal")
     with pytest.raises(ValueError, match="unknown colour"):

@@ -38,16 +38,19 @@ def palette(term: str, frames: Sequence[Keyframe]) -> c.Confirmation:
 
 
 def _cast(term: str, frames: Sequence[Keyframe]) -> c.Confirmation:
-    """``measure-colour-cast``: "a mostly <colour> scene" holds when every frame is mostly
-    that colour (:func:`needleforge.scenes.colour_cast.mostly`), measured again."""
+    """``measure-colour-cast``: "a mostly <colour> scene" (or "a blue-tinted scene") holds
+    when every frame is mostly that colour (:func:`needleforge.scenes.colour_cast.mostly`),
+    measured again."""
     colour = colour_cast.family_of(term)
     scores = tuple(colour_cast.cast_share(k.image, colour) for k in frames)
-    held = bool(scores) and min(scores) >= colour_cast.MIN_CAST_SHARE
+    least = colour_cast.threshold(colour)
+    held = bool(scores) and min(scores) >= least
     shown = ", ".join(f"{v:.2f}" for v in scores)
+    measure = (f"share of the picture leaning {colour}" if colour in colour_cast.TINTS
+               else f"{colour} share of the picture")
     return c.Confirmation("confirmed" if held else "refused", "measure-colour-cast", term,
                           tuple(k.t_s for k in frames), scores,
-                          f"{colour} share of the picture {shown} on {len(scores)} frames "
-                          f"(mostly at >= {colour_cast.MIN_CAST_SHARE})")
+                          f"{measure} {shown} on {len(scores)} frames (held at >= {least})")
 
 
 def _negative_cast(negative: SceneView, colour: str) -> str | None:
