@@ -119,3 +119,16 @@ def test_the_diver_asked_as_a_blue_tinted_scene() -> None:
         assert not refused.passed and "negative-colour-cast" in refused.reason, other
     wrong = verifier.verify(_request(lawn, [tree], word=BLUE_TINT))
     assert not wrong.passed and "measure-colour-cast" in wrong.reason
+
+
+def test_every_negative_that_shows_the_claim_is_named_for_a_new_plan() -> None:
+    """The verifier names all the negatives it refused, not only the first, so the stage can
+    plan the montage again without them (nemo.generate's MAX_REPLANS)."""
+    diver, tree = real_frames("diver", most=3), real_frames("tree", most=2)
+    request = _request(diver, [real_frames("carphone", most=2), tree,
+                               real_frames("city", most=2)], word=BLUE_TINT)
+    verdict = LookingVerifier().verify(request)
+    car, _, city = (n.scene.scene_id for n in request.negatives)
+    assert not verdict.passed and verdict.refused_negatives == (car, city)
+    assert verdict.reason.endswith("(and 1 more negative refused)")
+    assert LookingVerifier().verify(_request(diver, [tree], word=BLUE_TINT)).refused_negatives == ()

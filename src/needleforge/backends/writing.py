@@ -148,12 +148,15 @@ class Verdict:
 
     ``unconfirmed``: on a failure, the one term of the description that no second look could
     confirm on the target (normalized; empty when the failure is anything else), so that a
-    scene needle can be written again without it.
+    scene needle can be written again without it. ``refused_negatives``: on a failure, the
+    scene ids of the negatives that showed what the question names (empty when the failure
+    is anything else), so that the montage can be planned again without them.
     """
 
     passed: bool
     reason: str
     unconfirmed: str = ""
+    refused_negatives: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if not self.reason.strip():

@@ -16,7 +16,13 @@ For every target (:mod:`~needleforge.nemo.targets`), in a stable order:
    passed over (and listed in ``rejected_negatives``), so the answer never omits an appearance the
    tables missed and the verifier does not have to refuse a question whose negatives the tables got
    wrong;
-3. let the verifier judge the written needle against the montage's own negatives.
+3. let the verifier judge the written needle against the montage's own negatives. A scene
+   needle refused for a term no second look confirmed is written again without it
+   (:data:`MAX_REWRITES`); a needle refused because negatives show what it names is planned
+   again without those negatives (:data:`MAX_REPLANS`), when enough others are left: the
+   verifier looks at frames the tables and the probe did not (a race car in a film the
+   detector saw only once, a cyclist it cannot follow), and a refused negative says nothing
+   against the target's question.
 
 With ``workers`` (2 by default), the probe's scans of every scene a montage may draw and
 the looking verifier's detections on each planned montage's frames run ahead on worker
@@ -50,13 +56,15 @@ from needleforge.backends.writing import (
     SceneView,
     Skip,
     TargetView,
+    Verdict,
     Verifier,
     VerifyRequest,
 )
 from needleforge.config import NemoParams
 from needleforge.errors import NemoError
+from needleforge.nemo.acceptor import RejectedNegative, negative_acceptor
 from needleforge.nemo.ahead import Workers, default_workers
-from needleforge.nemo.checks.negative_scan import NegativeProbe, Refusal, TiledProbe
+from needleforge.nemo.checks.negative_scan import NegativeProbe, TiledProbe
 from needleforge.nemo.checks.same_setup import SetupMatcher
 from needleforge.nemo.negatives import crowded_terms, excluded_terms, select_negatives
 from needleforge.nemo.plan import PlanSkip, plan_short_montage, question_id_for
@@ -70,14 +78,11 @@ from needleforge.records import (
     Question,
     Scene,
     SceneTag,
-    Sighting,
     Verification,
     Video,
 )
 from needleforge.records.attire import described_attire
 from needleforge.records.phrases import normalize
-from needleforge.scenes import colour_cast, onscreen, walking
-from needleforge.scenes.palette import BLACK_AND_WHITE, clearly_in_colour
 
 if TYPE_CHECKING:
     from needleforge.backends.embedded.eyes import Submit
@@ -96,6 +101,9 @@ PLAN_AHEAD = 32
 #: How many times a scene needle the verifier refused for a term it could not confirm is
 #: written again without that term (:func:`_verified`).
 MAX_REWRITES = 2
+#: How many times a needle the verifier refused for what its negatives show is planned again
+#: without them (:func:`_verified`).
+MAX_REPLANS = 1
 #: Options a factory receives from :class:`NemoParams` when it accepts them and params.yaml's
 #: ``*_options`` do not set them: one seed and one abstract list for the whole stage.
 _SHARED_OPTIONS: tuple[str, ...] = ("seed", "abstract_labels", "scene_top_tags")
@@ -110,16 +118,6 @@ class SkipRecord:
     needle_type: NeedleType
     stage: Literal["plan", "describe"]
     reason: str
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class RejectedNegative:
-    """A negative candidate of object target ``target_id`` that the probe refused: it saw
-    the label there (``check == "label"``) or the object itself (``"instance"``)."""
-
-    target_id: str
-    sighting: Sighting
-    check: Literal["label", "instance"] = "label"
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -151,12 +149,30 @@ class _Made:
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class _Planned:
-    """A montage and its question, waiting for the verifier's verdict on ``request``."""
+    """A montage and its question for ``target``, waiting for the verifier's verdict on
+    ``request``; ``without``: negatives a verifier refused before, which it may not take."""
 
     montage: Montage
     question: Question
     request: VerifyRequest
+    target: Target
     excluded: frozenset[str] = frozenset()
+    without: frozenset[str] = frozenset()
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Planner:
+    """Plans a target's montage (:func:`_plan_one`) with the stage's tables and backends."""
+
+    tables: SceneTables
+    params: NemoParams
+    backends: _Backends
+    rejected: list[RejectedNegative]
+
+    def plan(self, target: Target, *, without: frozenset[str] = frozenset(),
+             also_common: frozenset[str] = frozenset()) -> _Planned | SkipRecord:
+        return _plan_one(target, self.tables, params=self.params, backends=self.backends,
+                         rejected=self.rejected, without=without, also_common=also_common)
 
 
 @runtime_checkable
@@ -224,15 +240,13 @@ def generate(
     count = default_workers() if workers is None else workers
     ahead = _to_scan_ahead(targets, tables, params=params, probe=probe)
     steps = Steps(2 * len(targets), on_step)
+    planner = _Planner(tables, params, backends, rejected)
     if count < 1 or (len(ahead) < MIN_SCANS_AHEAD and not isinstance(verifier, LooksAhead)):
-        outcomes = [_counted(_verified(_counted(_plan_one(
-            target, tables, params=params, backends=backends, rejected=rejected), steps),
-            backends, tables), steps) for target in targets]
+        outcomes = [_counted(_verified(_counted(planner.plan(target), steps), planner), steps)
+                    for target in targets]
     else:
         with Workers(count) as pool:
-            outcomes = _generate_ahead(targets, tables, params=params, backends=backends,
-                                       rejected=rejected, workers=pool, scan=ahead,
-                                       steps=steps)
+            outcomes = _generate_ahead(targets, planner, workers=pool, scan=ahead, steps=steps)
     made = [o for o in outcomes if isinstance(o, _Made)]
     return GenerationResult(
         montages=tuple(m.montage for m in made),
@@ -258,8 +272,7 @@ def _to_scan_ahead(targets: Sequence[Target], tables: SceneTables, *, params: Ne
 
 
 def _generate_ahead(
-    targets: Sequence[Target], tables: SceneTables, *, params: NemoParams,
-    backends: _Backends, rejected: list[RejectedNegative], workers: Workers,
+    targets: Sequence[Target], planner: _Planner, *, workers: Workers,
     scan: Sequence[Scene], steps: Steps,
 ) -> list[_Made | SkipRecord]:
     """:func:`generate` with the scans and the looking done ahead on ``workers``: ``scan``
@@ -267,6 +280,7 @@ def _generate_ahead(
     frames are queued for the verifier as soon as it is planned; verdicts follow in target
     order, at most :data:`PLAN_AHEAD` targets behind the planning. Describer, keyframe
     source, probe and verifier are asked in the serial order."""
+    backends = planner.backends
     if isinstance(backends.probe, TiledProbe):
         backends.probe.look_ahead(scan, workers)
     looker = backends.verifier if isinstance(backends.verifier, LooksAhead) else None
@@ -274,16 +288,13 @@ def _generate_ahead(
         planned: deque[_Planned | SkipRecord] = deque()
         outcomes: list[_Made | SkipRecord] = []
         for target in targets:
-            step = _counted(_plan_one(target, tables, params=params, backends=backends,
-                                      rejected=rejected), steps)
+            step = _counted(planner.plan(target), steps)
             if looker is not None and isinstance(step, _Planned):
                 looker.look_ahead(step.request, workers.submit)
             planned.append(step)
             if len(planned) > PLAN_AHEAD:  # bounds the keyframes held by waiting requests
-                outcomes.append(_counted(_verified(planned.popleft(), backends, tables),
-                                         steps))
-        return outcomes + [_counted(_verified(step, backends, tables), steps)
-                           for step in planned]
+                outcomes.append(_counted(_verified(planned.popleft(), planner), steps))
+        return outcomes + [_counted(_verified(step, planner), steps) for step in planned]
     finally:
         if isinstance(backends.probe, TiledProbe):
             backends.probe.drop_ahead()
@@ -301,76 +312,22 @@ def drawable_scenes(targets: Sequence[Target], tables: SceneTables, *,
             if scene.duration_s + 1e-9 >= params.min_negative_s]
 
 
-def _acceptor(
-    target: Target, backends: _Backends, rejected: list[RejectedNegative],
-    tables: SceneTables, *, excluded: frozenset[str], attire: Mapping[str, str],
-) -> Callable[[Scene], bool] | None:
-    """The plan's ``accept`` check for ``target``: a negative of a scene needle may not show
-    the target's own camera set-up (``backends.setup``), nor, when the question names a
-    black-and-white scene, a frame a viewer could take for one
-    (:func:`~needleforge.scenes.palette.clearly_in_colour`, the looking verifier's own rule,
-    on the frames it will look at), or when it names a colour cast ("a mostly orange
-    scene"), a frame that looks that colour
-    (:func:`~needleforge.scenes.colour_cast.looks_like`, the same rule), or when it names
-    someone walking, a person who moves or stands over a moving camera
-    (:func:`~needleforge.scenes.walking.may_walk`, on its tracks and keyframes); then probe each
-    negative for the object's label and for everything else the question names
-    (``excluded``; people it describes by their clothes, ``attire``, only in clothes that
-    could be those), noting every probe refusal in ``rejected``; None when there is nothing
-    to check."""
-    own = {normalize(target.target_object.tag)} if target.target_object is not None else set()
-    # On-screen text is no detector label: the looking verifier reads it on the negatives.
-    named = {t for t in excluded - own if not onscreen.is_text_tag(t)}
-    # Object needles have the probe's pixel checks (label, instance) for their own object.
-    probe = backends.probe
-    setup = backends.setup if target.target_object is None else None
-    if probe is not None and target.target_object is None and not named:
-        probe = None
-    looked = backends.keyframes is not None
-    grey_shot = BLACK_AND_WHITE in excluded and looked
-    casts = sorted(colour_cast.family_of(t) for t in excluded & colour_cast.CAST_WORDS
-                   ) if looked else []
-    walk = walking.WALK_TAG in excluded and looked
-    if probe is None and setup is None and not grey_shot and not casts and not walk:
-        return None
-
-    def accept(scene: Scene) -> bool:
-        if setup is not None and setup.same(target.scene, backends.frames(target.scene),
-                                            scene, backends.frames(scene)):
-            return False
-        if grey_shot and not all(clearly_in_colour(k.image) for k in backends.frames(scene)):
-            return False  # a viewer could take it for the black-and-white scene asked about
-        if casts and any(colour_cast.looks_like(k.image, colour)
-                         for k in backends.frames(scene) for colour in casts):
-            return False  # a viewer could take it for the mostly-one-colour scene asked about
-        if walk:
-            frames = backends.frames(scene)
-            if walking.may_walk(tables.view(scene).objects, [k.t_s for k in frames],
-                                [k.image for k in frames]):
-                return False  # someone there may be walking, or cannot be followed
-        if probe is None:
-            return True
-        refusal: Refusal | None = probe.evidence(scene, target, named=named, attire=attire)
-        if refusal is not None:
-            rejected.append(RejectedNegative(target.target_id, refusal.sighting,
-                                             refusal.check))
-        return refusal is None
-
-    return accept
-
-
 def _plan_one(
     target: Target, tables: SceneTables, *, params: NemoParams, backends: _Backends,
-    rejected: list[RejectedNegative],
+    rejected: list[RejectedNegative], without: frozenset[str] = frozenset(),
+    also_common: frozenset[str] = frozenset(),
 ) -> _Planned | SkipRecord:
     """Write ``target``'s needle, plan its montage and build the verifier's request (the
-    keyframes of its negatives decoded now, in the serial order), or why it was skipped."""
+    keyframes of its negatives decoded now, in the serial order), or why it was skipped.
+    ``without``: scene ids the montage may not take; ``also_common``: terms the describer
+    must leave out (it was refused for them before)."""
     rng = random.Random(f"nemo-plan:{params.seed}:{target.needle_type}:{target.target_id}")
     base = tables.view(target.scene)
     common = tables.common_terms(target.video_id, share=params.common_term_share)
     view = TargetView(base.scene, base.tags, base.objects, target.target_object,
                       backends.frames(target.scene),
-                      common_terms=common | crowded_terms(target, tables, params=params))
+                      common_terms=common | crowded_terms(target, tables, params=params)
+                      | also_common)
     written = backends.describer.write(view, needle_type=target.needle_type)
     if isinstance(written, Skip):
         return SkipRecord(target.target_id, target.needle_type, "describe",
@@ -381,11 +338,15 @@ def _plan_one(
     text = f"{written.description}\n{written.question}"
     excluded = excluded_terms(target, tables, text=text)
     attire = described_attire(text, excluded) if params.check_attire else {}
-    negatives = select_negatives(target, tables, params=params, rng=rng, excluded=excluded,
-                                 attire=attire)
+    negatives = [scene for scene in select_negatives(
+        target, tables, params=params, rng=rng, excluded=excluded, attire=attire)
+        if scene.scene_id not in without]
     plan = plan_short_montage(target, negatives, params=params, rng=rng,
-                              accept=_acceptor(target, backends, rejected, tables,
-                                               excluded=excluded, attire=attire))
+                              accept=negative_acceptor(
+                                  target, rejected, tables, frames=backends.frames
+                                  if backends.keyframes is not None else None,
+                                  probe=backends.probe, setup=backends.setup,
+                                  excluded=excluded, attire=attire))
     if isinstance(plan, PlanSkip):
         return SkipRecord(target.target_id, target.needle_type, "plan",
                           f"{plan.reason}; negatives may hold none of {sorted(excluded)}")
@@ -402,30 +363,51 @@ def _plan_one(
     )
     return _Planned(plan, question, VerifyRequest(
         target.needle_type, written.description, written.question, view,
-        _negative_views(plan, tables, backends=backends)), excluded)
+        _negative_views(plan, tables, backends=backends)), target, excluded, without)
 
 
-def _verified(step: _Planned | SkipRecord, backends: _Backends,
-              tables: SceneTables) -> _Made | SkipRecord:
+def _verified(step: _Planned | SkipRecord, planner: _Planner) -> _Made | SkipRecord:
     """The verifier's verdict on a planned montage's question (skips pass through).
 
     A scene needle refused for one term no second look confirmed ("a black-and-white scene
     with a refrigerator" where the tank is no refrigerator) is written again without it, up
     to :data:`MAX_REWRITES` times, on the same montage: the negatives already hold none of
-    the terms the first text named, so a text naming fewer of them needs no new ones."""
+    the terms the first text named, so a text naming fewer of them needs no new ones. A
+    needle refused because negatives show what it names is planned again without them, up
+    to :data:`MAX_REPLANS` times (the same seeded draw, those scenes passed over), and the
+    new montage is verified in full; its verification says what was refused first."""
     if isinstance(step, SkipRecord):
         return step
-    verdict = backends.verifier.verify(step.request)
+    verifier = planner.backends.verifier
+    step, verdict = _rewrites(step, verifier.verify(step.request), planner)
+    history = ""
+    for _ in range(MAX_REPLANS):
+        if verdict.passed or not verdict.refused_negatives:
+            break
+        again = planner.plan(step.target, without=step.without | set(verdict.refused_negatives),
+                             also_common=step.request.target.common_terms)
+        if isinstance(again, SkipRecord):
+            break
+        history += (f"planned again without {', '.join(verdict.refused_negatives)} "
+                    f"({verdict.reason}); ")
+        step, verdict = _rewrites(again, verifier.verify(again.request), planner)
+    verification = Verification(step.question.question_id, verifier.name, verifier.version,
+                                verdict.passed, history + verdict.reason)
+    return _Made(step.montage, step.question, verification)
+
+
+def _rewrites(step: _Planned, verdict: Verdict, planner: _Planner) -> tuple[_Planned, Verdict]:
+    """``step`` written again without each term the verifier could not confirm (at most
+    :data:`MAX_REWRITES` times; scene needles only), and the last verdict."""
     for _ in range(MAX_REWRITES):
         if verdict.passed or not verdict.unconfirmed or step.question.needle_type != "scene":
             break
-        again = _rewritten(step, verdict.unconfirmed, backends.describer, tables)
+        again = _rewritten(step, verdict.unconfirmed, planner.backends.describer,
+                           planner.tables)
         if again is None:
             break
-        step, verdict = again, backends.verifier.verify(again.request)
-    verification = Verification(step.question.question_id, backends.verifier.name,
-                                backends.verifier.version, verdict.passed, verdict.reason)
-    return _Made(step.montage, step.question, verification)
+        step, verdict = again, planner.backends.verifier.verify(again.request)
+    return step, verdict
 
 
 def _rewritten(step: _Planned, term: str, describer: Describer,
@@ -448,7 +430,7 @@ def _rewritten(step: _Planned, term: str, describer: Describer,
             template_id=written.template_id))
     request = dataclasses.replace(step.request, description=written.description,
                                   question=written.question, target=view)
-    return _Planned(step.montage, question, request, excluded)
+    return dataclasses.replace(step, question=question, request=request, excluded=excluded)
 
 
 def _negative_views(

@@ -322,27 +322,32 @@ class LookingVerifier(EmbeddedVerifier):
                 f"{term!r} is neither a COCO label nor a tag the embedded tagger gives")))
         return None, tried
 
+    def _negative_look(self, request: VerifyRequest, negative: SceneView,
+                       labels: Sequence[str]) -> str | None:
+        """Why ``negative`` may not stand in the montage, or None: a whole-shot word, quoted
+        text, a named label or the described people, or someone walking, seen there."""
+        claims = self._claims(request)
+        refusal = negative_palette(negative, claims)
+        for quote in onscreen.quotes(request.description):
+            refusal = refusal or self._text.negative_refusal(quote, negative)
+        if refusal is not None:
+            return refusal
+        attire = described_attire(f"{request.description}\n{request.question}", labels)
+        walks = any(term == WALK_TAG for term, _ in claims)
+        return self._negative_refusal(negative, labels, attire) or (
+            negative_walking(negative, self._eyes.detections(negative.scene.scene_id))
+            if walks else None)
+
     def _negatives_verdict(self, request: VerifyRequest, labels: Sequence[str], reason: str,
                            confirmed: Sequence[c.Confirmation]) -> Verdict:
-        looked = 0
-        for negative in request.negatives:
-            refusal = negative_palette(negative, self._claims(request))
-            if refusal is not None:
-                return Verdict(False, refusal)
-        for quote in onscreen.quotes(request.description):
-            for negative in request.negatives:
-                refusal = self._text.negative_refusal(quote, negative)
-                if refusal is not None:
-                    return Verdict(False, refusal)
-        walks = any(term == WALK_TAG for term, _ in self._claims(request))
-        attire = described_attire(f"{request.description}\n{request.question}", labels)
-        for negative in request.negatives:
-            refusal = self._negative_refusal(negative, labels, attire) or (
-                negative_walking(negative, self._eyes.detections(negative.scene.scene_id))
-                if walks else None)
-            if refusal is not None:
-                return Verdict(False, refusal)
-            looked += len(negative.keyframes)
+        refusals = {n.scene.scene_id: why for n in request.negatives
+                    if (why := self._negative_look(request, n, labels)) is not None}
+        if refusals:
+            first, *more = refusals.values()
+            also = f" (and {len(more)} more negative{'s' * (len(more) > 1)} refused)"
+            return Verdict(False, first + (also if more else ""),
+                           refused_negatives=tuple(refusals))
+        looked = sum(len(n.keyframes) for n in request.negatives)
         seen = "; ".join(k.describe() for k in confirmed)
         shown = ", ".join(repr(label) for label in labels) or "no COCO label"
         return Verdict(True, f"{reason}; looked again: {seen}; negative-redetect: none of "

@@ -1,0 +1,97 @@
+"""Which negative candidates a short montage may take: the plan's ``accept`` check.
+
+A negative must not show what the written question names. The tables already keep out
+scenes tagged with it (:mod:`~needleforge.nemo.negatives`); this check looks where tags fall
+short, with the same rules the looking verifier applies later, so that a montage is planned
+from negatives the verifier will not refuse: the camera set-up of the target (a returning
+shot), a frame a viewer could take for the black-and-white or mostly-one-colour scene asked
+about, someone walking, and the probe's sightings of every detector label the question
+names (:mod:`~needleforge.nemo.checks.negative_scan`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Mapping, Sequence
+from typing import Literal
+
+from needleforge.backends.base import Keyframe
+from needleforge.nemo.checks.negative_scan import NegativeProbe, Refusal
+from needleforge.nemo.checks.same_setup import SetupMatcher
+from needleforge.nemo.tables import SceneTables
+from needleforge.nemo.targets import Target
+from needleforge.records import Scene, Sighting
+from needleforge.records.phrases import normalize
+from needleforge.scenes import colour_cast, onscreen, walking
+from needleforge.scenes.palette import BLACK_AND_WHITE, clearly_in_colour
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class RejectedNegative:
+    """A negative candidate of object target ``target_id`` that the probe refused: it saw
+    the label there (``check == "label"``) or the object itself (``"instance"``)."""
+
+    target_id: str
+    sighting: Sighting
+    check: Literal["label", "instance"] = "label"
+
+
+def negative_acceptor(
+    target: Target, rejected: list[RejectedNegative], tables: SceneTables, *,
+    frames: Callable[[Scene], Sequence[Keyframe]] | None, probe: NegativeProbe | None,
+    setup: SetupMatcher | None, excluded: frozenset[str], attire: Mapping[str, str],
+) -> Callable[[Scene], bool] | None:
+    """The plan's ``accept`` check for ``target``: a negative of a scene needle may not show
+    the target's own camera set-up (``setup``), nor, when the question names a
+    black-and-white scene, a frame a viewer could take for one
+    (:func:`~needleforge.scenes.palette.clearly_in_colour`, the looking verifier's own rule,
+    on the frames it will look at), or when it names a colour cast ("a mostly orange
+    scene"), a frame that looks that colour
+    (:func:`~needleforge.scenes.colour_cast.looks_like`, the same rule), or when it names
+    someone walking, a person who moves or stands over a moving camera
+    (:func:`~needleforge.scenes.walking.may_walk`, on its tracks and keyframes); then probe each
+    negative for the object's label and for everything else the question names
+    (``excluded``; people it describes by their clothes, ``attire``, only in clothes that
+    could be those), noting every probe refusal in ``rejected``; None when there is nothing
+    to check. ``frames`` gives a scene's keyframes (None: no pixels to look at)."""
+    own = {normalize(target.target_object.tag)} if target.target_object is not None else set()
+    # On-screen text is no detector label: the looking verifier reads it on the negatives.
+    named = {t for t in excluded - own if not onscreen.is_text_tag(t)}
+    # Object needles have the probe's pixel checks (label, instance) for their own object.
+    setup = setup if target.target_object is None else None
+    if probe is not None and target.target_object is None and not named:
+        probe = None
+    looked = frames is not None
+    grey_shot = BLACK_AND_WHITE in excluded and looked
+    casts = sorted(colour_cast.family_of(t) for t in excluded & colour_cast.CAST_WORDS
+                   ) if looked else []
+    walk = walking.WALK_TAG in excluded and looked
+    if probe is None and setup is None and not grey_shot and not casts and not walk:
+        return None
+
+    def _frames(scene: Scene) -> Sequence[Keyframe]:
+        return frames(scene) if frames is not None else ()
+
+    def accept(scene: Scene) -> bool:
+        if setup is not None and setup.same(target.scene, _frames(target.scene),
+                                            scene, _frames(scene)):
+            return False
+        if grey_shot and not all(clearly_in_colour(k.image) for k in _frames(scene)):
+            return False  # a viewer could take it for the black-and-white scene asked about
+        if casts and any(colour_cast.looks_like(k.image, colour)
+                         for k in _frames(scene) for colour in casts):
+            return False  # a viewer could take it for the mostly-one-colour scene asked about
+        if walk:
+            frames = _frames(scene)
+            if walking.may_walk(tables.view(scene).objects, [k.t_s for k in frames],
+                                [k.image for k in frames]):
+                return False  # someone there may be walking, or cannot be followed
+        if probe is None:
+            return True
+        refusal: Refusal | None = probe.evidence(scene, target, named=named, attire=attire)
+        if refusal is not None:
+            rejected.append(RejectedNegative(target.target_id, refusal.sighting,
+                                             refusal.check))
+        return refusal is None
+
+    return accept
