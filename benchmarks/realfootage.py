@@ -79,7 +79,9 @@ def stage2(db: Path, params: Params, *, verifier: str) -> tuple[float, int]:
 
 
 def yield_table(db: Path) -> None:
-    """Questions made and released per program and per source minute."""
+    """Questions made and released per program and per source minute, and how many distinct
+    descriptions the released ones hold (a returning shot asked about again in another
+    montage is one more question, but not one more thing asked)."""
     with Store(db) as store:
         videos = {v.video_id: v for v in store.videos()}
         montages = {m.montage_id: m for m in store.montages()}
@@ -87,6 +89,7 @@ def yield_table(db: Path) -> None:
         objects = {o.object_id: o for o in store.objects()}
         made: collections.Counter[str] = collections.Counter()
         released: collections.Counter[str] = collections.Counter()
+        distinct: dict[str, set[str]] = collections.defaultdict(set)
         kinds: dict[str, collections.Counter[str]] = collections.defaultdict(
             collections.Counter)
         for q in store.questions():
@@ -94,20 +97,24 @@ def yield_table(db: Path) -> None:
             made[video.source_path] += 1
             ok = passed.get(q.question_id, False)
             released[video.source_path] += ok
+            if ok:
+                distinct[video.source_path].add(q.description)
             target = objects.get(q.target_object_id or "")
             for key in (f"kind {evidence_kind(q.description, target)}",
                         f"template {q.template_id}"):
                 kinds[key]["made"] += 1
                 kinds[key]["released"] += ok
     print("\nyield (short single-needle questions, default params):")
-    print(f"  {'program':<24} {'minutes':>7} {'made':>5} {'released':>8} {'released/min':>12}")
+    print(f"  {'program':<24} {'minutes':>7} {'made':>5} {'released':>8} {'released/min':>12}"
+          f" {'distinct':>8}")
     for video in sorted(videos.values(), key=lambda v: v.source_path):
         if "programs/" not in video.source_path:
             continue
         minutes = video.media.duration_s / 60.0
         n = released[video.source_path]
         print(f"  {_program_of(video.source_path):<24} {minutes:7.2f} "
-              f"{made[video.source_path]:5d} {n:8d} {n / minutes:12.2f}")
+              f"{made[video.source_path]:5d} {n:8d} {n / minutes:12.2f} "
+              f"{len(distinct[video.source_path]):8d}")
     print("  by evidence kind and by template (made / released):")
     for key in sorted(kinds):
         print(f"    {key:<40} {kinds[key]['made']:5d} {kinds[key]['released']:8d}")
