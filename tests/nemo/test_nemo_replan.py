@@ -100,3 +100,37 @@ def test_a_needle_is_planned_again_at_most_max_replans_times() -> None:
     street = [ids for target, ids in verifier.asked if target == scenes[0].scene_id]
     assert len(street) == 1 + MAX_REPLANS
     assert not set(street[0]) & set(street[1])
+
+
+def test_returning_shots_of_a_refused_negative_are_left_out_too() -> None:
+    """The race film was refused for a car on one frame; another shot of the same film (the
+    same camera set-up) shows the same car, so the new plan takes neither."""
+    import pytest
+
+    from needleforge.backends.base import Keyframe
+    from needleforge.errors import StudioError
+    from needleforge.studio.real_assets import sample_frames
+
+    clips = ["pedestrians", "race1906", "tree", "race1906", "race1906", "lego", "race1906"]
+    try:
+        images = {name: sample_frames(name, every=25, most=3) for name in set(clips)}
+    except StudioError as err:
+        pytest.skip(f"a real clip is not installed: {err}")
+    scenes, tags = _street(6)
+    race = {scenes[i].scene_id for i, name in enumerate(clips) if name == "race1906"}
+
+    def frames(scene):  # type: ignore[no-untyped-def]
+        return [Keyframe(scene.start_s + 0.5 + k, image)
+                for k, image in enumerate(images[clips[scene.index]])]
+
+    def run(verifier):  # type: ignore[no-untyped-def]
+        return generate(videos=[make_video()], scenes=scenes, tags=tags, objects=[],
+                        params=params(short_min_s=14.0, short_max_s=33.0, min_scene_tags=1),
+                        describer=EmbeddedDescriber(), verifier=verifier, keyframes=frames)
+
+    _, _, drawn = _street_question(run(EmbeddedVerifier()), scenes)
+    assert drawn & race, "the seeded draw must take a race-film shot for this test"
+    refused = frozenset(sorted(drawn & race)[:1])
+    _, verdict, used = _street_question(run(_SeesCarsIn(refused)), scenes)
+    assert verdict.passed and "planned again without" in verdict.reason
+    assert not used & race and len(used) >= 2
