@@ -47,7 +47,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-
 from benchmarks.demo_cost import cpu_info
 
 
@@ -237,7 +236,7 @@ def run_expand(db: Path, params: Any, log: Log) -> tuple[float, float, Any]:
     def pass_key(self: Any, scene: Any, jobs: Any) -> str:
         for key, _, _ in jobs:
             log.add("pair", f"{key} | {scene.scene_id}", 0.0)
-        return scene.scene_id
+        return str(scene.scene_id)
 
     with contextlib.ExitStack() as stack:
         stack.enter_context(patched(instance, "FramePyramid", lambda _: _pyramid_class(log)))
@@ -338,35 +337,88 @@ def run_evaluate(release: Path, questions: Path, out: Path, names: Sequence[str]
     return rows
 
 
-def decode_cost(release: Path, questions: Path, max_frames: int
-                ) -> tuple[float, float, int, int, int]:
+def input_keys(path: Path, times: Sequence[float], *, from_start: bool) -> list[str]:
+    """Per instant, a key of the decoder input that gives the frame on screen then: the
+    bytes of every packet from the keyframe at or before it (``from_start``: from the first
+    packet, as a front-to-back decode reads them) through that frame's, after the decoder's
+    configuration (codec, size, pixel format, extradata). Two frames with one
+    key are one decoder input, so one picture; a share of decoded frames keyed by what it
+    decodes can find no other. Read without decoding; assumes no B-frames (the renderer
+    writes none), and a seek for every instant (the sampler sometimes decodes on from the
+    instant before, a longer input): an upper bound on what such a share finds."""
+    import av
+
+    keys: list[str] = []
+    with av.open(str(path)) as container:
+        stream = container.streams.video[0]
+        if stream.time_base is None:
+            raise ValueError(f"{path}: its video stream has no time base")
+        context = stream.codec_context  # the decoder's configuration is input too
+        config = (f"{context.name} {context.width}x{context.height} {context.format}"
+                  ).encode() + bytes(context.extradata or b"")
+        running, fed = hashlib.sha1(config), 0
+        for packet in container.demux(stream):
+            if packet.size == 0 or packet.pts is None:
+                continue
+            t_s = float(packet.pts * stream.time_base)
+            while fed and len(keys) < len(times) and times[len(keys)] + 1e-6 < t_s:
+                keys.append(running.hexdigest())  # the last packet read is on screen then
+            if packet.is_keyframe and not from_start:
+                running = hashlib.sha1(config)
+            running.update(bytes(packet))
+            fed += 1
+    return keys + [running.hexdigest()] * (len(times) - len(keys))
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Decoded:
+    """The release decoded again serially: CPU s, frames, and the frames that repeat a
+    picture (of their own video, of an earlier one) or an earlier video's decoder input."""
+
+    cpu_s: float
+    frames: int
+    within: int
+    across: int
+    across_s: float
+    same_input: int
+    same_input_s: float
+
+
+def decode_cost(release: Path, questions: Path, max_frames: int) -> Decoded:
     """Every video of ``questions`` decoded again as the embedded baseline decodes it,
-    serially: (CPU s of all, CPU s of the frames an earlier video gave, frames, within,
-    across)."""
-    from needleforge.evaluate.frame_sampling import sample_frames
+    serially, each video's CPU shared evenly over its frames (see :class:`Decoded`)."""
+    from needleforge.evaluate.frame_sampling import sample_frames, sample_times
     from needleforge.evaluate.load import load_questions
 
     durations: dict[str, float] = {}
     for question in load_questions(questions):
         durations.setdefault(question.video, question.duration_s)
+    pictures: list[list[str]] = []
+    inputs: set[str] = set()
     earlier: set[str] = set()
-    keys: list[list[str]] = []
-    total = repeated = 0.0
+    total = across_s = same = same_s = 0.0
     for video, duration in durations.items():
         started = cpu_s()
         frames = sample_frames(release / video, max_frames=max_frames, max_side=768,
                                duration_s=duration)
         spent = cpu_s() - started
-        keys.append([digest(image) for _, image in frames])
+        pictures.append([digest(image) for _, image in frames])
+        times = sample_times(duration, max_frames=max_frames)
+        dense = len(times) > 1 and (times[-1] - times[0]) / (len(times) - 1) <= 2.0
+        keys = input_keys(release / video, times, from_start=dense)
         total += spent
-        repeated += spent * sum(k in earlier for k in keys[-1]) / len(frames)
-        earlier |= set(keys[-1])
-    within, across = cross_video(keys)
-    return total, repeated, sum(map(len, keys)), within, across
+        across_s += spent * sum(k in earlier for k in pictures[-1]) / len(frames)
+        repeated = sum(k in inputs for k in keys)
+        same += repeated
+        same_s += spent * repeated / len(frames)
+        earlier |= set(pictures[-1])
+        inputs |= set(keys)
+    within, across = cross_video(pictures)
+    return Decoded(total, sum(map(len, pictures)), within, across, across_s, int(same), same_s)
 
 
 def report_evaluate(rows: Sequence[tuple[str, float, float, dict[str, int]]], log: Log,
-                    decoded: tuple[float, float, int, int, int]) -> float:
+                    decoded: Decoded) -> float:
     """Print evaluate's tables; returns the CPU seconds of its repeats."""
     print("\nevaluate: the CPU baselines, one after another in this process")
     print("| baseline | CPU s | wall s | videos decoded | detector calls | OCR calls |")
@@ -377,16 +429,18 @@ def report_evaluate(rows: Sequence[tuple[str, float, float, dict[str, int]]], lo
     total = sum(cpu for _, cpu, _, _ in rows)
     readers = [name for name, _, _, calls in rows if calls.get("sample")]
     print(f"baselines that decoded a video: {', '.join(readers) or 'none'}")
-    all_s, across_s, frames, within, across = decoded
-    print(f"decoding the release once more, serially: {all_s:.1f} CPU s, {frames} frames; "
-          f"{within} repeat a frame of their own video, {across} a picture an earlier video "
-          f"gave ({across_s:.1f} CPU s of decoding)")
+    d = decoded
+    print(f"decoding the release once more, serially: {d.cpu_s:.1f} CPU s, {d.frames} frames; "
+          f"{d.within} repeat a picture of their own video, {d.across} a picture an earlier "
+          f"video gave ({d.across_s:.1f} CPU s of decoding); {d.same_input} had the decoder "
+          f"input of an earlier video's frame ({d.same_input_s:.1f} CPU s: what a share of "
+          f"decoded frames could skip at most)")
     models = [repeats(log.rows[kind]) for kind in ("detector", "ocr")]
     model_s = sum(r.repeated_s for r in models)
     for kind, r in zip(("detector", "OCR"), models, strict=True):
         print(f"{kind}: {r.items} calls on {r.distinct} distinct pictures, {r.all_s:.1f} CPU s; "
               f"repeats {r.repeated_s:.1f} CPU s")
-    repeated = across_s + model_s
+    repeated = d.same_input_s + model_s
     print(f"repeated work: {repeated:.1f} of {total:.1f} CPU s ({repeated / total:.1%}); "
           f"ceiling {ceiling(total, repeated):.2f}x")
     return repeated

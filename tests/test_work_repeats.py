@@ -91,3 +91,32 @@ def test_bad_arguments_are_refused_naming_them(bench: ModuleType, tmp_path: Path
         bench.main([*argv, "--out", str(tmp_path / "out")])
     assert exit_.value.code == 2
     assert __import__("re").search(message, capsys.readouterr().err)
+
+
+def test_one_decoder_input_is_one_key_wherever_a_file_holds_it(bench: ModuleType,
+                                                               tmp_path: Path) -> None:
+    """A clip joined to itself by stream copy (how montages reuse scene clips): the frame at
+    0.75 s of each copy is fed the same packets from its keyframe, so it has one key; read
+    front to back the second copy's input also holds the first copy's packets."""
+    import subprocess
+
+    from needleforge.media.ffmpeg import ffmpeg_binary
+
+    clip, joined, listing = tmp_path / "clip.mp4", tmp_path / "joined.mp4", tmp_path / "l.txt"
+    run = [ffmpeg_binary(), "-hide_banner", "-loglevel", "error", "-y"]
+    subprocess.run([*run, "-f", "lavfi", "-i", "testsrc2=size=160x90:rate=10:duration=2",
+                    "-c:v", "libx264", "-pix_fmt", "yuv420p", "-g", "5", "-bf", "0",
+                    str(clip)], check=True)
+    listing.write_text(f"file '{clip}'\nfile '{clip}'\n", "utf-8")
+    subprocess.run([*run, "-f", "concat", "-safe", "0", "-i", str(listing), "-c", "copy",
+                    str(joined)], check=True)
+    times = [0.05, 0.75, 1.25, 2.75, 3.25, 9.0]  # 9.0: past the end, the last frame
+    sought = bench.input_keys(joined, times, from_start=False)
+    assert sought[1] == sought[3] and sought[2] == sought[4]  # same frame of the clip
+    assert len(set(sought[:3])) == 3 and sought[-1] not in sought[:-1]
+    copy = tmp_path / "copy.mp4"
+    copy.write_bytes(clip.read_bytes())
+    assert bench.input_keys(copy, times[:3], from_start=False) == \
+        bench.input_keys(clip, times[:3], from_start=False)
+    front = bench.input_keys(joined, times, from_start=True)
+    assert front[1] != front[3] and len(set(front)) == len(times)
