@@ -19,7 +19,9 @@ Figures issue 9 asks for, and where they come from:
 * represent wall time with 1 vs 2 workers, threads and Dask — ``scaling.py``;
 * also ingest throughput (``ingest.py``), answer validity against the studio truth
   (``validity.py``), what inflect and scipy.stats cost a fresh process
-  (``library_imports.py``) and, when present, ``evaluate.py``.
+  (``library_imports.py``) and, when present, ``evaluate.py``;
+* after ``make demo``: what expand's instance check and the CPU baselines compute more than
+  once — ``work_repeats.py``.
 
 Run: ``make bench`` or ``PYTHONPATH=. .venv/bin/python benchmarks/run_all.py --out DIR``
 (``--only NAME,...`` / ``--skip NAME,...`` pick benchmarks; ``--list`` shows them).
@@ -79,6 +81,10 @@ def suite(out: Path) -> list[Bench]:
     if (HERE / "evaluate.py").is_file():
         # median of 1 instead of 3: the slowest benchmark otherwise (~200 s of 15 min)
         benches.append(Bench("evaluate", "evaluate.py", ("--repeat", "1"), scratch=False))
+    if (ROOT / "data/db/nemo.duckdb").is_file() and (ROOT / "releases/sample").is_dir():
+        # expand on the demo's stage-2 store (~1.5 min) and the baselines on its release's
+        # first 100 videos (~1.5 min): what each computes more than once (issue 33)
+        benches.append(Bench("work_repeats", "work_repeats.py", ("--videos", "100")))
     return benches
 
 
