@@ -1,5 +1,4 @@
-"""The validate stage: the Great Expectations quality gate over the store (and a release).
-"""
+"""The validate stage: the Great Expectations quality gate over the store (and a release)."""
 
 from __future__ import annotations
 
@@ -70,6 +69,13 @@ def _ships_nemo_videos(root: Path) -> bool:
 
 def release_gate(*, db: Path, root: Path, out: Path, params: Params,
                   families: frozenset[str], on_step: OnCount | None = None) -> GateResult:
+    """The gate on ``db`` and the release folder ``root`` (the videos of ``families``
+    required), its report written to ``out``; the release stage runs it before moving a
+    release into place.
+
+    Raises:
+        QualityError: the release's files cannot be read or the gate could not run.
+    """
     inputs = read_release(root, video_families=families, day=params.release.check_day(),
                           required_scopes=params.release.required_scopes)
     return run_gate(db=db, release_questions=None, out_dir=out, params=params.quality,
