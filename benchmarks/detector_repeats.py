@@ -3,7 +3,7 @@
 Issue 33 asks for work that is not repeated. The negative check's scans are stored per scene
 and the looking verifier keeps its detections per frame inside one process; what neither
 covers is what this script counts. It runs ``needleforge nemo`` and then ``needleforge
-expand`` (:func:`~needleforge.pipeline.generate_store`, :func:`~needleforge.pipeline.
+expand`` (:func:`~needleforge.stages.nemo.generate_store`, :func:`~needleforge.stages.expand.
 expand_store`: the code of the CLI and DVC stages) in one process on a copy of a represented
 store, with every :class:`~needleforge.backends.embedded.detector.EmbeddedDetector` call
 counted (the detector itself runs unchanged) under a key of the detector's settings (version,
@@ -35,7 +35,8 @@ from typing import Any
 
 from needleforge.backends.embedded.detector import EmbeddedDetector
 from needleforge.config import load_params
-from needleforge.pipeline import expand_store, generate_store
+from needleforge.stages.expand import expand_store
+from needleforge.stages.nemo import generate_store
 
 
 @dataclasses.dataclass

@@ -1,6 +1,6 @@
 """NeMo stage 2 (``needleforge nemo``) on a represented store: serial against look-ahead.
 
-Runs :func:`needleforge.pipeline.generate_store` — the code of the CLI command and of the DVC
+Runs :func:`needleforge.stages.nemo.generate_store` — the code of the CLI command and of the DVC
 stage — twice on fresh copies of the same store: once with ``NEEDLEFORGE_NEMO_WORKERS=0`` (the
 serial path: every scan and every verdict's detections computed in planning order on the main
 thread, the code before the look-ahead) and once with ``--workers`` threads (the probe's scans
@@ -43,7 +43,7 @@ import duckdb
 
 from needleforge.config import load_params
 from needleforge.nemo.ahead import DEFAULT_WORKERS
-from needleforge.pipeline import generate_store
+from needleforge.stages.nemo import generate_store
 
 
 @dataclasses.dataclass(frozen=True)

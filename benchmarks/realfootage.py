@@ -38,13 +38,14 @@ import yaml
 
 from needleforge.config import Params, parse_params
 from needleforge.ingest import ingest
-from needleforge.pipeline import generate_store, represent_store
 from needleforge.records import Montage, ObjectTrack, Verification
 from needleforge.records.phrases import PERSON_WORDS, is_person
 from needleforge.review import build_items, judge_report, load_verdicts, question_key
 from needleforge.review.run import review_store
 from needleforge.scenes import onscreen
 from needleforge.scenes.palette import SHOT_WORDS
+from needleforge.stages.nemo import generate_store
+from needleforge.stages.represent import represent_store
 from needleforge.store import Store
 from needleforge.studio.intercut import build_real_corpus
 

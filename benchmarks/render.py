@@ -4,7 +4,7 @@ Builds a studio corpus (synthetic episodes with hard cuts at known times, 640x36
 takes its true scenes as the stored scenes, plans NeMoBench-style montages that keep drawing
 on the same scenes (short 60–149 s, medium 150–600 s, long 900–1200 s; a target scene, split
 into two needles at a whole second when it is long enough, among negative scenes), and renders
-them with the real render stage (:func:`needleforge.montage_render.render_montages`).
+them with the real render stage (:func:`needleforge.stages.render.render_montages`).
 
 The figure is **encode work**: CPU seconds of the ffmpeg children, each read with
 ``os.wait4`` (so parallel children are counted exactly), on both sides:
@@ -44,7 +44,6 @@ from needleforge.media.cache import (
     run_ffmpeg_measured,
     video_encoder_options,
 )
-from needleforge.montage_render import RenderReport, render_montages
 from needleforge.records import (
     Authorization,
     Bucket,
@@ -56,6 +55,7 @@ from needleforge.records import (
     scene_id_for,
     video_id_for,
 )
+from needleforge.stages.render import RenderReport, render_montages
 from needleforge.studio import build_studio
 
 GOAL_RATIO = 50.0

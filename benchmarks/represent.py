@@ -16,8 +16,8 @@ scratch store, represents every video with the embedded backends and prints:
 How parts are timed: scene detection is run here (exactly as ``represent_video`` would) and
 its scenes passed in; the detector and tagger are wrapped in timing proxies handed over as
 ``Models``; keyframe decoding and tracking are timed by patching the two names
-``needleforge.represent`` looks up (``sample_keyframes``, ``build_objects``) for the duration
-of the call. "other" is what is left of ``represent_video`` (tag merging, records).
+``needleforge.stages.represent_video`` looks up (``sample_keyframes``, ``build_objects``) for
+the duration of the call. "other" is what is left of ``represent_video`` (tag merging, records).
 
 Run: ``.venv/bin/python benchmarks/represent.py --out /tmp/nf-bench`` (see README.md).
 """
@@ -41,15 +41,15 @@ from unittest import mock
 
 import av
 
-import needleforge.represent as represent_module
+import needleforge.stages.represent_video as represent_module
 from needleforge.backends import default_registry
 from needleforge.config import IngestParams, Params, ProgramParams, StudioParams, load_params
 from needleforge.errors import StudioError
 from needleforge.ingest import ingest
 from needleforge.objects import build_objects
 from needleforge.records import Detection, Representation, Scene, TagScore, Video
-from needleforge.represent import Models, load_models, represent_video
 from needleforge.scenes import attach_subtitles, detect_scenes, read_subtitles, sample_keyframes
+from needleforge.stages.represent_video import Models, load_models, represent_video
 from needleforge.store import Store
 from needleforge.studio import StudioReport, build_studio
 from needleforge.studio.accuracy import (

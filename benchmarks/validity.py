@@ -56,7 +56,7 @@ from needleforge.records import (
     SceneTag,
     Video,
 )
-from needleforge.represent import load_models, represent_video
+from needleforge.stages.represent_video import load_models, represent_video
 from needleforge.studio import build_studio
 from needleforge.studio.accuracy import StudioTruth, TruthVideo, load_truth
 

@@ -19,9 +19,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from needleforge.config import DEFAULT_DB, PARAMS_HELP, RunnerParams, resolve_params
-from needleforge.debug_log import record
 from needleforge.errors import NeedleforgeError
-from needleforge.runners import add_runner_arguments, runner_from_args
+from needleforge.orchestration.runners import add_runner_arguments, runner_from_args
+from needleforge.runtime.debug_log import record
 
 
 def store_file(text: str) -> Path:
@@ -71,7 +71,8 @@ def runner_of(args: argparse.Namespace) -> RunnerParams:
     """The task runner of ``--params``'s ``runner:`` section with the command line's overrides.
 
     Raises:
-        ConfigError: an override is invalid (see :func:`needleforge.runners.runner_params`).
+        ConfigError: an override is invalid
+            (see :func:`needleforge.orchestration.runners.runner_params`).
     """
     return runner_from_args(resolve_params(args.params).runner, args)
 
@@ -82,7 +83,7 @@ def run_main(parser: argparse.ArgumentParser, run: Callable[[argparse.Namespace]
 
     A usage error exits with status 2 (argparse); so does a project error from ``run``,
     printed as ``<prog>: error: <message>``. As the CLI does, an error with causes is logged
-    whole (:mod:`needleforge.debug_log`) and its line ends with where.
+    whole (:mod:`needleforge.runtime.debug_log`) and its line ends with where.
     """
     args = parser.parse_args(argv)
     try:

@@ -1,7 +1,7 @@
 """The flows' progress: a stage's counts in the Prefect run, as the CLI shows them in a terminal.
 
-:func:`run_progress` is a :class:`~needleforge.progress.StageProgress` whose counts go to the
-current flow or task run instead of stderr, at the same pace (one every ~10 s, and the last
+:func:`run_progress` is a :class:`~needleforge.runtime.progress.StageProgress` whose counts go
+to the current flow or task run instead of stderr, at the same pace (one every ~10 s, and the last
 one): a log line (``nemo: 12/40 …, 95 s``) and a progress artifact keyed
 ``<stage>-progress`` whose per cent and description follow the count.
 
@@ -22,7 +22,7 @@ from prefect.artifacts import create_progress_artifact, update_progress_artifact
 from prefect.exceptions import MissingContextError
 from prefect.logging import get_run_logger
 
-from needleforge.progress import Count, StageProgress
+from needleforge.runtime.progress import Count, StageProgress
 
 
 class RunCounts:

@@ -15,7 +15,6 @@ does. Run: ``python -m flows.evaluate releases/sample --params params.yaml [--mo
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -26,6 +25,7 @@ from flows._progress import run_progress
 from needleforge.config import resolve_params
 from needleforge.evaluate import leaderboard, score_files
 from needleforge.evaluate.models import BASELINE_NAMES, answer_release, check_models, model_options
+from needleforge.stages.evaluate import write_scores
 
 
 @task(name="answer", retries=1)
@@ -39,10 +39,8 @@ def answer_task(release: Path, name: str, options: dict[str, str], max_frames: i
 
 @task(name="score")
 def score_task(release: Path, predictions: Path, out: Path) -> Path:
-    report = score_files(release / "questions.jsonl", predictions)
     path = out / "scores" / f"{predictions.stem}.json"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(report.to_dict(), indent=2, sort_keys=True) + "\n")
+    write_scores(score_files(release / "questions.jsonl", predictions), path)
     return path
 
 

@@ -6,7 +6,7 @@ cost): one task per video holding an object target, fanned out on the task runne
 its own detector and returns scans, and the flow process stores each video's scans as it
 arrives, so a killed run resumes with the videos not yet scanned. Then generation itself,
 which reads the whole store and is deterministic: one task in the flow process
-(:func:`needleforge.pipeline.generate_store`, the same code as ``needleforge nemo``), which
+(:func:`needleforge.stages.nemo.generate_store`, the same code as ``needleforge nemo``), which
 reuses the stored scans. The instance check (``nemo.check_instances``) runs there, not ahead:
 it compares each object target with the negatives its montage draws, so its work depends on
 the plans; its scans are stored too, and a rerun reuses them.
@@ -26,10 +26,16 @@ from flows._progress import run_progress
 from needleforge.backends import default_registry
 from needleforge.config import NemoParams, Params, RunnerParams, resolve_params
 from needleforge.nemo import build_backends, scan_scenes
-from needleforge.pipeline import GenerateOutcome, ScanJob, generate_store, record_scans, scan_jobs
-from needleforge.preflight import check_nemo
+from needleforge.orchestration.runners import default_task_runner, with_runner
 from needleforge.records import SceneScan
-from needleforge.runners import default_task_runner, with_runner
+from needleforge.runtime.preflight import check_nemo
+from needleforge.stages.nemo import (
+    GenerateOutcome,
+    ScanJob,
+    generate_store,
+    record_scans,
+    scan_jobs,
+)
 
 
 @task(name="negative-scan")

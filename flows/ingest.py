@@ -17,12 +17,11 @@ from prefect import flow, task
 
 from flows._cli import flow_parser, run_main, runner_of
 from needleforge.config import resolve_params
-from needleforge.failures import from_rejection
 from needleforge.ingest import Accepted, RowJob, finish_ingest, plan_ingest, process_row
 from needleforge.ingest.media_store import LinkMode
+from needleforge.orchestration.runners import with_runner
 from needleforge.records import IngestRejection
-from needleforge.runners import with_runner
-from needleforge.store import Store
+from needleforge.stages.ingest import record_ingest
 
 
 @task(name="probe-hash-store", retries=2, retry_delay_seconds=1)
@@ -37,8 +36,8 @@ def ingest_flow(
     manifest: Path, db: Path, media_dir: Path | None = None, params_path: Path | None = None
 ) -> dict[str, Any]:
     """Ingest ``manifest`` into ``db``; returns counts of accepted, refused and new rows, and
-    each refused row as a failure (:class:`~needleforge.failures.StageFailure` dicts; ``new``
-    is False for a refusal the store held already)."""
+    each refused row as a failure (:class:`~needleforge.records.failures.StageFailure` dicts;
+    ``new`` is False for a refusal the store held already)."""
     params = resolve_params(params_path).ingest
     media = media_dir if media_dir is not None else db.parent / "media"
     planned = plan_ingest(manifest, params=params)
@@ -47,19 +46,14 @@ def ingest_flow(
         else item
         for item in planned
     ]
-    outcome = finish_ingest(
-        f if isinstance(f, IngestRejection) else f.result() for f in futures
-    )
-    with Store(db) as store:
-        known = {r.rejection_id for r in store.rejections()}
-        new_videos, new_refusals = store.record_ingest(outcome.videos, outcome.rejections)
-    failures = [from_rejection(r, new=r.rejection_id not in known) for r in outcome.rejections]
-    for failure in failures:
+    outcome = record_ingest(db=db, result=finish_ingest(
+        f if isinstance(f, IngestRejection) else f.result() for f in futures))
+    for failure in outcome.failures:
         print(f"refused {failure.to_text()}")
-    print(f"ingested {len(outcome.videos)} video(s), {new_videos} new")
-    return {"videos": len(outcome.videos), "rejections": len(outcome.rejections),
-            "new_videos": new_videos, "new_rejections": new_refusals,
-            "failures": [f.to_dict() for f in failures]}
+    print(f"ingested {len(outcome.result.videos)} video(s), {outcome.new_videos} new")
+    return {"videos": len(outcome.result.videos), "rejections": len(outcome.result.rejections),
+            "new_videos": outcome.new_videos, "new_rejections": outcome.new_rejections,
+            "failures": [f.to_dict() for f in outcome.failures]}
 
 
 def main(argv: Sequence[str] | None = None) -> None:

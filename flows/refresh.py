@@ -5,7 +5,7 @@ ingest (known videos are skipped) → nothing new? stop → represent (current v
 skipped) → nothing new succeeded? stop → NeMo generate → expand → render → release, gated by
 every GX suite, with a changelog against the release built last → optionally publish (DVC
 track, push and verify, git commit + tag). What to release, and when a run fails, is decided
-in :mod:`needleforge.refresh`: with no new source and unchanged params and code nothing is
+in :mod:`needleforge.stages.refresh`: with no new source and unchanged params and code nothing is
 released and the run succeeds; when new sources were all refused or failed, nothing is
 released and the run fails naming them; otherwise the release lists what failed in its
 changelog and card. Every run leaves a summary artifact in the Prefect UI (plus the gate's
@@ -31,12 +31,17 @@ from flows.generate import generate_flow
 from flows.ingest import ingest_flow
 from flows.render import render_flow
 from flows.represent import represent_flow
-from needleforge import artifacts, pipeline
 from needleforge.config import DEFAULT_DB, Params
-from needleforge.failures import StageFailure
 from needleforge.nemo import ExpansionResult
+from needleforge.orchestration import artifacts
+from needleforge.orchestration.runners import with_runner
 from needleforge.quality import GateResult, QualityError
-from needleforge.refresh import (
+from needleforge.records.failures import StageFailure
+from needleforge.release import ReleaseReport
+from needleforge.release.history import Fingerprint
+from needleforge.release.publish import publish_again_hint
+from needleforge.stages.expand import expand_store
+from needleforge.stages.refresh import (
     RefreshPlan,
     decide,
     failure_error,
@@ -46,10 +51,7 @@ from needleforge.refresh import (
     represent_failures,
     store_lock,
 )
-from needleforge.release import ReleaseReport
-from needleforge.release.history import Fingerprint
-from needleforge.release.publish import publish_again_hint
-from needleforge.runners import with_runner
+from needleforge.stages.release import earlier_releases, release_store
 
 publish_task = task(name="publish")(publish_again_hint)
 
@@ -57,7 +59,7 @@ publish_task = task(name="publish")(publish_again_hint)
 @task(name="expand")
 def expand_task(db: Path, params: Params) -> ExpansionResult:
     with run_progress("expand", "montage groups") as report:
-        return pipeline.expand_store(db=db, params=params, on_group=report)
+        return expand_store(db=db, params=params, on_group=report)
 
 
 @task(name="release")
@@ -67,7 +69,7 @@ def release_task(
     failures: Sequence[StageFailure], inputs: Fingerprint,
 ) -> ReleaseReport:
     with run_progress(f"release {name}", "build steps") as report:
-        return pipeline.release_store(
+        return release_store(
             db=db, name=name, out_root=out_root, render_dir=render_dir, params=params,
             previous=previous, earlier=earlier, on_gate=on_gate, failures=failures,
             inputs=inputs, on_step=report)
@@ -100,7 +102,7 @@ def _refresh(plan: RefreshPlan, previous: Path | None) -> tuple[artifacts.RunSum
         report = release_task(
             db=plan.db, name=plan.name, out_root=plan.releases, render_dir=render_dir,
             params=plan.params, previous=last.path if last is not None else None,
-            earlier=pipeline.earlier_releases(plan.releases, name=plan.name),
+            earlier=earlier_releases(plan.releases, name=plan.name),
             on_gate=artifacts.post_gate, failures=failures, inputs=verdict.inputs)
     except QualityError as err:
         artifacts.post(artifacts.RunSummary(title, f"nothing released: {err}", None,

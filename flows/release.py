@@ -1,10 +1,11 @@
 """Prefect flow: build one release from a finished store, gated, with its artifacts in the UI.
 
-The same stage function as ``needleforge release`` (:func:`needleforge.pipeline.release_store`:
-every GX suite runs on the finished release before it is moved into place), run as a flow so
-the release leaves what a refresh leaves in the Prefect UI: a ``release-summary`` markdown
-artifact (questions, montages and videos by bucket, what changed), the gate's table
-(``quality-gate``) and links to the card and the Data Docs. The previous release for the
+The same stage function as ``needleforge release``
+(:func:`needleforge.stages.release.release_store`: every GX suite runs on the finished release
+before it is moved into place), run as a flow so the release leaves what a refresh leaves in
+the Prefect UI: a ``release-summary`` markdown artifact (questions, montages and videos by
+bucket, what changed), the gate's table (``quality-gate``) and links to the card and the Data
+Docs. The previous release for the
 changelog is the one built last under ``--out`` unless ``--previous`` names one.
 Run: ``python -m flows.release NAME --db data/db/expand.duckdb --render data/render
 [--vnbench data/vnbench] [--out releases] [--params params.yaml]`` from the repo root
@@ -21,8 +22,9 @@ from prefect import flow
 
 from flows._cli import flow_parser, run_main
 from flows._progress import run_progress
-from needleforge import artifacts, pipeline
 from needleforge.config import resolve_params
+from needleforge.orchestration import artifacts
+from needleforge.stages.release import earlier_releases, previous_release, release_store
 
 
 @flow(name="release", log_prints=True)
@@ -34,16 +36,16 @@ def release_flow(
     """Build ``out/name`` from ``db`` and post its artifacts; returns what shipped.
 
     Raises:
-        ReleaseError / QualityError: as :func:`needleforge.pipeline.release_store` (a failed
+        ReleaseError / QualityError: as :func:`needleforge.stages.release.release_store` (a failed
             gate leaves no release, and any older one of that name intact).
     """
     params = resolve_params(params_path)
-    prev = previous or pipeline.previous_release(out, name=name)
+    prev = previous or previous_release(out, name=name)
     with run_progress(f"release {name}", "build steps") as progress:
-        report = pipeline.release_store(
+        report = release_store(
             db=db, name=name, out_root=out, render_dir=render_dir, params=params,
             previous=prev, vnbench_dir=vnbench_dir,
-            earlier=pipeline.earlier_releases(out, name=name), overwrite=overwrite,
+            earlier=earlier_releases(out, name=name), overwrite=overwrite,
             on_gate=artifacts.post_gate, on_step=progress)
     reason = f"released {name}" + (f" (changelog against {prev.name})" if prev else "")
     artifacts.post(artifacts.RunSummary(f"Release {name}", reason, report,

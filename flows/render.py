@@ -4,7 +4,7 @@ Two waves of tasks: first the scene clips the montages need (each distinct clip 
 batches spread over the workers) fill the scene-clip cache; then the montages are joined by
 stream copy in batches, every clip now a cache hit. The flow process reads the store
 (read-only: rendering writes files, never DuckDB), checks every plan before anything is
-encoded (:func:`needleforge.montage_render.plan_render`, as ``needleforge render`` does), and sums
+encoded (:func:`needleforge.stages.render.plan_render`, as ``needleforge render`` does), and sums
 the workers' reports. Workers must see the stored media, the cache and the output folder at
 the same paths (a shared filesystem); clips and montages are written under temporary names
 and renamed into place, and the same inputs give the same bytes anywhere, so two workers
@@ -25,7 +25,10 @@ from flows._cli import flow_parser, run_main, runner_of
 from flows._progress import run_progress
 from needleforge.config import RenderParams, RunnerParams, resolve_params
 from needleforge.media.cache import ClipResult, ClipSpec
-from needleforge.montage_render import (
+from needleforge.orchestration.runners import default_task_runner, with_runner
+from needleforge.records import Montage, Scene, Video
+from needleforge.runtime.progress import Steps
+from needleforge.stages.render import (
     RenderReport,
     batch_counts,
     batch_sources,
@@ -33,11 +36,8 @@ from needleforge.montage_render import (
     encode_clips,
     join_montages,
     plan_render,
+    render_inputs,
 )
-from needleforge.pipeline import render_inputs
-from needleforge.progress import Steps
-from needleforge.records import Montage, Scene, Video
-from needleforge.runners import default_task_runner, with_runner
 
 _T = TypeVar("_T")
 

@@ -1,6 +1,6 @@
 """Prefect flow: the video representation (scenes, tags, objects) of every ingested video.
 
-The stage of ``needleforge represent`` (:func:`needleforge.pipeline.represent_store`: plan,
+The stage of ``needleforge represent`` (:func:`needleforge.stages.represent.represent_store`: plan,
 skip current videos, store each result), with its per-video work fanned out as one task per
 video on the task runner of ``runner:`` in params (threads by default; a Dask or Ray cluster
 with ``--runner``). Each worker thread or process builds its own model backends once (they
@@ -23,18 +23,19 @@ from flows._cli import flow_parser, run_main, runner_of
 from flows._progress import run_progress
 from needleforge.backends import default_registry
 from needleforge.config import Params, RunnerParams, resolve_params
-from needleforge.pipeline import JobRunner, represent_store
-from needleforge.preflight import check_objects
+from needleforge.orchestration.runners import default_task_runner, with_runner
 from needleforge.records import Representation
-from needleforge.represent import (
-    Models,
+from needleforge.runtime.preflight import check_objects
+from needleforge.stages.represent import (
+    JobRunner,
     RepresentFailure,
     RepresentJob,
     Step,
+    represent_store,
     run_job,
     worker_models,
 )
-from needleforge.runners import default_task_runner, with_runner
+from needleforge.stages.represent_video import Models
 
 
 @task(name="represent-video")
@@ -48,7 +49,7 @@ def represent_task(
 
 
 def _as_tasks(params: Params, step: Step) -> JobRunner:
-    """The flow's :data:`~needleforge.pipeline.JobRunner`: one task per job, all submitted
+    """The flow's :data:`~needleforge.stages.represent.JobRunner`: one task per job, all submitted
     at once, their results yielded in job order and each failure printed as it arrives."""
 
     def run(jobs: Sequence[RepresentJob],
@@ -68,7 +69,7 @@ def represent_flow(
     db: Path, params_path: Path | None = None, step: Step = "all"
 ) -> dict[str, Any]:
     """Represent the videos of ``db`` that are not yet current; returns counts, and each
-    video that failed as a failure (:class:`~needleforge.failures.StageFailure` dicts) and
+    video that failed as a failure (:class:`~needleforge.records.failures.StageFailure` dicts) and
     by id (``failed_videos``).
 
     The tagger's files (a RAM++ checkpoint, its sidecar Python) are checked first, as

@@ -112,7 +112,7 @@ def prefect_harness() -> Iterator[None]:
 @pytest.fixture(autouse=True)
 def _debug_log_in_tmp(tmp_path_factory: pytest.TempPathFactory,
                       monkeypatch: pytest.MonkeyPatch) -> None:
-    """Errors the CLI logs whole (``needleforge.debug_log``) go to a scratch file, not to the
-    developer's cache folder."""
+    """Errors the CLI logs whole (``needleforge.runtime.debug_log``) go to a scratch file, not
+    to the developer's cache folder."""
     monkeypatch.setenv("NEEDLEFORGE_DEBUG_LOG",
                        str(tmp_path_factory.getbasetemp() / "debug.log"))

@@ -141,7 +141,7 @@ def test_no_params_file_means_the_defaults_from_the_cli_and_the_flows(
 ) -> None:
     """The one rule (resolve_params): no path is the built-in defaults, even with a
     params.yaml in the working directory, for the CLI and for every flow."""
-    from needleforge.cli import _params
+    from needleforge.cli.main import _params
 
     (tmp_path / "params.yaml").write_text("evaluate: {max_frames: 3}\nscenes: {backend: opencv}\n")
     monkeypatch.chdir(tmp_path)

@@ -346,8 +346,8 @@ def test_nemo_against_a_model_answering_prose_exits_2_and_stores_nothing(
 def test_nemo_prints_skips_and_failed_verdicts_grouped_by_kind(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from needleforge import pipeline
     from needleforge.cli import app
+    from needleforge.stages import nemo as nemo_stage
 
     name = "openai-http-qwen2.5vl:7b"
     url = "http://127.0.0.1:8000/v1/chat/completions"
@@ -365,8 +365,8 @@ def test_nemo_prints_skips_and_failed_verdicts_grouped_by_kind(
                              f"ambiguous: the description also fits negative v-s00{i}: a cat")
                 for i in range(2)] + [Verification("q9", name, "1", True, "fits")]
     result = GenerationResult((), (), tuple(verdicts), tuple(skipped))
-    monkeypatch.setattr(pipeline, "generate_store",
-                        lambda **_: pipeline.GenerateOutcome(result, None))
+    monkeypatch.setattr(nemo_stage, "generate_store",
+                        lambda **_: nemo_stage.GenerateOutcome(result, None))
     out = CliRunner().invoke(app, ["nemo"]).output
     lines = out.splitlines()
     assert "  skipped 3× describe: model call failed: POST …: HTTP 500: …" in lines

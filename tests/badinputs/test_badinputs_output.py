@@ -5,7 +5,7 @@ Each stage runs in a forked child so its limits stay there. *Read-only*: the out
 tests run as root (the files it reads live in a world-readable folder). *Disk full*: the
 child sets ``RLIMIT_FSIZE`` with ``SIGXFSZ`` ignored, so every write past the limit fails
 with ``EFBIG`` exactly as on a full disk; ffmpeg children inherit both. The stages tried:
-render (``pipeline.render_store``), VNBench (``build_vnbench``), the studio
+render (``stages.render.render_store``), VNBench (``build_vnbench``), the studio
 (``build_studio``) and the DuckDB store itself. The error must be a project error naming the
 folder or file, and the store must still open with the same rows.
 """
@@ -31,14 +31,14 @@ from ffmpeg import input as ffmpeg_input
 
 from needleforge.config import Params, RenderParams, StudioParams, VNBenchParams
 from needleforge.errors import OutputError, StoreError
-from needleforge.pipeline import render_store
 from needleforge.records import IngestRejection, Representation, Scene, scene_id_for
+from needleforge.stages.render import render_store
 from needleforge.store import Store
 from needleforge.studio import build_studio
 from needleforge.vnbench import build_vnbench
 from tests.badinputs.store_snapshot import snapshot
 from tests.media.test_render_media import coded_source
-from tests.media.test_render_stage import CUTS_S, make_video, montage
+from tests.stages.test_render_stage import CUTS_S, make_video, montage
 from tests.vnbench.vnbench_cases import HistogramEmbedder
 
 PROFILE = RenderParams(width=160, height=90, fps=25, workers=1)

@@ -1,4 +1,5 @@
-"""Bad and odd videos and subtitle sidecars through ``pipeline.represent_store`` (scenes step).
+"""Bad and odd videos and subtitle sidecars through ``stages.represent.represent_store`` (scenes
+step).
 
 Each case (``corpus.REPRESENT_CASES``) ingests the case's video beside a good one, then
 represents the store. A malformed sidecar must fail that video alone, with an error naming
@@ -22,9 +23,9 @@ import yaml
 from needleforge.config import IngestParams, Params
 from needleforge.ingest import ingest
 from needleforge.media.cache import ClipSpec, SceneClipCache
-from needleforge.pipeline import represent_store
 from needleforge.records import Representation, TagScore
-from needleforge.represent import Models, RepresentFailure, RepresentJob, run_job
+from needleforge.stages.represent import RepresentFailure, RepresentJob, represent_store, run_job
+from needleforge.stages.represent_video import Models
 from needleforge.store import Store
 from needleforge.vnbench.clip_seconds import decode_file
 from needleforge.vnbench.records import Needle

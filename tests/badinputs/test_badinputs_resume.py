@@ -208,9 +208,9 @@ PROFILE = RenderParams(width=160, height=90, fps=25, workers=1)
 
 def render_job(source: Path, out: Path) -> None:
     """Render 40 montages of the frame-coded source into ``out`` (what the child runs)."""
-    from needleforge.montage_render import render_montages
     from needleforge.records import Scene, scene_id_for
-    from tests.media.test_render_stage import CUTS_S, make_video, montage
+    from needleforge.stages.render import render_montages
+    from tests.stages.test_render_stage import CUTS_S, make_video, montage
 
     video = make_video(source)
     scenes = {}

@@ -30,8 +30,8 @@ from needleforge.config import RunnerParams
 from needleforge.errors import ConfigError, MediaError
 from needleforge.records import Scene, scene_id_for
 from needleforge.store import Store
-from tests.media.test_render_stage import montage
-from tests.represent.test_represent_stage import clips, ingest_clips
+from tests.stages.test_render_stage import montage
+from tests.stages.test_represent_stage import clips, ingest_clips
 
 __all__ = ["clips"]  # the module-scoped clip fixture of the represent stage tests
 

@@ -1,7 +1,8 @@
 """The flows' shared command line and the owners of what flows and the CLI share.
 
 One owner each: the default store (:data:`needleforge.config.DEFAULT_DB`, also the CLI's)
-and the thread runner a flow is declared with (:func:`needleforge.runners.default_task_runner`);
+and the thread runner a flow is declared with
+(:func:`needleforge.orchestration.runners.default_task_runner`);
 a test reads every module of ``flows/`` and the package and fails on a second copy.
 
 Bad inputs tried here: ``--db`` naming a folder, ``--params`` naming a missing file, a folder
@@ -25,13 +26,14 @@ import yaml
 from prefect.task_runners import ThreadPoolTaskRunner
 
 from flows._cli import flow_parser, run_main
-from needleforge import cli
+from needleforge.cli import main as cli
 from needleforge.config import DEFAULT_DB, RunnerParams
 from needleforge.errors import StoreError
-from needleforge.runners import default_task_runner
+from needleforge.orchestration.runners import default_task_runner
 
 ROOT = Path(__file__).resolve().parents[2]
-OWNERS = {ROOT / "src" / "needleforge" / "config.py", ROOT / "src" / "needleforge" / "runners.py"}
+OWNERS = {ROOT / "src" / "needleforge" / "config.py",
+          ROOT / "src" / "needleforge" / "orchestration" / "runners.py"}
 #: Every flow module with a ``main``, and the positional arguments it needs.
 MAINS = {"expand": [], "generate": [], "ingest": ["manifest.yaml"], "render": [],
          "represent": [], "vnbench": [], "release": ["name"], "refresh": ["manifest.yaml"],
@@ -69,7 +71,7 @@ def test_the_store_default_and_the_thread_runner_have_one_owner() -> None:
         copies += [f"{where}:{line}: ThreadPoolTaskRunner(...)"
                    for line in _calls_of(tree, "ThreadPoolTaskRunner")]
     assert copies == [], ("the default store belongs to needleforge.config.DEFAULT_DB and the "
-                          "thread runner to needleforge.runners; copies found:\n"
+                          "thread runner to needleforge.orchestration.runners; copies found:\n"
                           + "\n".join(copies))
     assert cli.DEFAULT_DB is DEFAULT_DB
     assert flow_parser(None).parse_args([]).db == DEFAULT_DB

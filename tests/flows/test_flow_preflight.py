@@ -29,7 +29,7 @@ from needleforge.cli import app
 from needleforge.errors import BackendError
 from needleforge.store import Store
 from tests.conftest import ffmpeg
-from tests.test_preflight import closed_port, ram_params
+from tests.runtime.test_preflight import closed_port, ram_params
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("prefect_harness")]
 
@@ -90,7 +90,7 @@ def test_the_represent_flow_stops_on_a_bad_checkpoint_before_any_video(
     its run failed before its first video task, and nothing was represented."""
     from needleforge.config import IngestParams
     from needleforge.ingest import ingest
-    from tests.represent.test_represent_stage import LICENCE
+    from tests.stages.test_represent_stage import LICENCE
 
     video = tmp_path / "media-in" / "black.mp4"
     video.parent.mkdir()
@@ -143,7 +143,7 @@ def test_the_generate_flow_reports_a_dead_server_before_its_first_scan(
 def test_the_refresh_checks_the_model_server_before_ingesting(tmp_path: Path) -> None:
     """The same dead server named in a refresh's params: its checks before any work refuse
     it, so nothing is ingested and no store is made."""
-    from needleforge.refresh import preflight
+    from needleforge.stages.refresh import preflight
 
     sources = tmp_path / "sources"
     sources.mkdir()

@@ -7,7 +7,7 @@ import threading
 
 import pytest
 
-import needleforge.progress as progress
+import needleforge.runtime.progress as progress
 from flows._progress import run_progress
 
 

@@ -9,7 +9,7 @@ import pytest
 
 from flows.represent import represent_flow
 from needleforge.store import Store
-from tests.represent.test_represent_stage import clips, ingest_clips
+from tests.stages.test_represent_stage import clips, ingest_clips
 
 __all__ = ["clips"]  # the module-scoped clip fixture, shared with the stage tests
 

@@ -9,7 +9,7 @@ the others. Stage 2 runs with the real negative check (``build_probe``), the loo
 * serially (``workers=0``) and ahead on 2 worker threads: the same montages, questions,
   verdicts, refused negatives, and the same scans in the same order; ahead, the verifier
   never ran its own detector (every detection it used was computed by a worker);
-* through :func:`needleforge.pipeline.generate_store` (the CLI's code), with one video file
+* through :func:`needleforge.stages.nemo.generate_store` (the CLI's code), with one video file
   deleted: both paths fail with the same message, and neither writes a plan, a question or a
   verdict; the scans stored (made before the failure) are the same.
 """
@@ -30,7 +30,6 @@ from needleforge.backends.embedded.writer import EmbeddedDescriber
 from needleforge.config import NemoParams, Params
 from needleforge.errors import MediaError
 from needleforge.nemo import GenerationResult, VideoKeyframes, build_probe, generate
-from needleforge.pipeline import generate_store
 from needleforge.records import (
     Box,
     ObjectAttributes,
@@ -42,6 +41,7 @@ from needleforge.records import (
     Video,
     object_id_for,
 )
+from needleforge.stages.nemo import generate_store
 from needleforge.store import Store
 from tests.conftest import ffmpeg
 

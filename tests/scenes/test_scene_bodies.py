@@ -10,8 +10,8 @@ import pytest
 from needleforge.backends.base import Keyframe
 from needleforge.backends.embedded.pose import EmbeddedPose
 from needleforge.errors import StudioError
-from needleforge.represent import _body_tags
 from needleforge.scenes.bodies import BODY_TAG, MIN_SHARE, body_share, shows_body
+from needleforge.stages.represent_video import _body_tags
 from needleforge.studio.real_assets import sample_frames
 
 

@@ -21,7 +21,7 @@ from typer.testing import CliRunner
 from needleforge.records import Representation, SceneTag
 from needleforge.store import Store
 from tests.nemo.nemo_cases import corpus
-from tests.represent.test_represent_stage import clips, ingest_clips
+from tests.stages.test_represent_stage import clips, ingest_clips
 
 __all__ = ["clips"]  # the module-scoped clip fixture, shared with the stage tests
 

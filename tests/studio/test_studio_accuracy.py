@@ -30,7 +30,7 @@ from needleforge.records import (
     object_id_for,
     scene_id_for,
 )
-from needleforge.represent import load_models, represent_video
+from needleforge.stages.represent_video import load_models, represent_video
 from needleforge.studio import build_studio
 from needleforge.studio.accuracy import (
     CutScore,

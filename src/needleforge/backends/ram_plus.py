@@ -265,7 +265,7 @@ def require_ram_plus(checkpoint: Path | str, bert_dir: Path | str | None, *,
     """The checkpoint file and vocab folder, after checking every need at once: the ``ram``
     package here (or, with ``python``, that interpreter), the checkpoint (a file whose first
     bytes may be a PyTorch checkpoint: not empty, not a text or HTML page), the vocab. Cheap
-    (no torch): the CLI runs it before anything slow (:mod:`needleforge.preflight`).
+    (no torch): the CLI runs it before anything slow (:mod:`needleforge.runtime.preflight`).
 
     Raises:
         BackendError: ``RAM++ tagger unavailable: `` and every problem found, each naming

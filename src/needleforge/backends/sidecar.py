@@ -212,7 +212,7 @@ class Sidecar:
 
 class WorkerOutput(Exception):
     """What a worker printed before it failed: the cause of the error that names the failure,
-    so the debug log (:mod:`needleforge.debug_log`) keeps it and the message stays short."""
+    so the debug log (:mod:`needleforge.runtime.debug_log`) keeps it and the message stays short."""
 
 
 def _pump_lines(stream: IO[str], lines: queue.Queue[object]) -> None:

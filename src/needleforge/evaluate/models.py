@@ -24,7 +24,7 @@ from needleforge.evaluate.baselines import EmbeddedGroundingBaseline, RandomBase
 from needleforge.evaluate.blind import BLIND_NAMES, run_blind
 from needleforge.evaluate.load import load_questions
 from needleforge.evaluate.run import run_model
-from needleforge.progress import OnCount
+from needleforge.runtime.progress import OnCount
 
 #: Models that watch the videos; the blind baselines (``BLIND_NAMES``) follow them.
 VIDEO_MODEL_NAMES: tuple[str, ...] = ("random", "embedded", "openai_http", "hf")

@@ -35,7 +35,7 @@ from needleforge.evaluate.frame_sampling import DEFAULT_FPS, sample_frames, samp
 from needleforge.evaluate.load import load_questions
 from needleforge.evaluate.prompts import AnswerKind
 from needleforge.evaluate.records import ChoiceQuestion, ReleaseQuestion
-from needleforge.progress import OnCount
+from needleforge.runtime.progress import OnCount
 
 #: What a model that reads no pixels gets as every frame's image (read-only, shared).
 _NO_PIXELS = np.zeros((1, 1, 3), dtype=np.uint8)

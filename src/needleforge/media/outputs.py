@@ -29,7 +29,7 @@ from pathlib import Path
 from needleforge.errors import OutputError
 
 # ``.<name>.<pid>`` then optional ``.<thread id>`` and suffixes: the scratch names used by
-# media.join, media.cache, montage_render.py, vnbench and this module.
+# media.join, media.cache, stages/render.py, vnbench and this module.
 _SCRATCH_RE = re.compile(r"^\.(?P<name>.+?)\.(?P<pid>\d{1,9})(?:\.\d+)?(?:\.[A-Za-z0-9_-]+)*$")
 _HOST_RE = re.compile(r"\.h(?P<host>[0-9a-f]{8})(?:\.|$)")
 #: This host's tag in scratch names (hostnames may hold dots, which names use as separators).

@@ -75,7 +75,6 @@ from needleforge.nemo.pool import ScenePool, TermIndex
 from needleforge.nemo.recheck import recheck
 from needleforge.nemo.sources import Source, find_sources
 from needleforge.nemo.tables import index_tables
-from needleforge.progress import OnCount, Steps
 from needleforge.records import (
     Bucket,
     Montage,
@@ -87,6 +86,7 @@ from needleforge.records import (
     Verification,
     Video,
 )
+from needleforge.runtime.progress import OnCount, Steps
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

@@ -70,7 +70,6 @@ from needleforge.nemo.negatives import crowded_terms, excluded_terms, select_neg
 from needleforge.nemo.plan import PlanSkip, plan_short_montage, question_id_for
 from needleforge.nemo.tables import SceneTables, index_tables
 from needleforge.nemo.targets import Target, select_targets
-from needleforge.progress import OnCount, Steps
 from needleforge.records import (
     Montage,
     NeedleType,
@@ -83,6 +82,7 @@ from needleforge.records import (
 )
 from needleforge.records.attire import described_attire
 from needleforge.records.phrases import normalize
+from needleforge.runtime.progress import OnCount, Steps
 
 if TYPE_CHECKING:
     from needleforge.backends.embedded.eyes import Submit

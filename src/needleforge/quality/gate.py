@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from needleforge.config import QualityParams
-from needleforge.progress import OnCount, Steps
 from needleforge.quality.results import Failure, GateResult, QualityError, SuiteOutcome
+from needleforge.runtime.progress import OnCount, Steps
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -31,8 +31,6 @@ from typing import Any
 
 from needleforge.config import Params, ReleaseParams
 from needleforge.errors import ReleaseError
-from needleforge.failures import StageFailure
-from needleforge.progress import OnCount, Steps
 from needleforge.quality.bias import audit_release
 from needleforge.quality.results import GateResult
 from needleforge.records import (
@@ -44,6 +42,7 @@ from needleforge.records import (
     Verification,
     Video,
 )
+from needleforge.records.failures import StageFailure
 from needleforge.records.human import HumanVerdict
 from needleforge.release import changelog, exports, history, manifest
 from needleforge.release.answers import video_path
@@ -64,6 +63,7 @@ from needleforge.release.readme import write_readme
 from needleforge.release.sources import SOURCES_FILE, EarlierRelease, read_earlier
 from needleforge.release.vnbench_files import check_vnbench_release
 from needleforge.release.vnbench_input import read_vnbench
+from needleforge.runtime.progress import OnCount, Steps
 from needleforge.store import Store
 from needleforge.store.human import human_verdicts
 

@@ -15,8 +15,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from urllib.parse import urlparse
 
-from needleforge.failures import StageFailure
 from needleforge.quality.results import GateResult
+from needleforge.records.failures import StageFailure
 from needleforge.release.markup import Block, Bullets, Link, Paragraph, Section, Table
 
 REPORT_INDEX = "quality/index.html"

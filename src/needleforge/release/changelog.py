@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from needleforge.errors import ReleaseError
-from needleforge.failures import StageFailure
+from needleforge.records.failures import StageFailure
 from needleforge.release.markup import Table
 
 Key = tuple[str, int | None]

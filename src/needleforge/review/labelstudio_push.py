@@ -16,7 +16,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 from needleforge.config import RenderParams
-from needleforge.montage_render import render_montages
 from needleforge.review.items import ReviewItem, build_items, choose_items
 from needleforge.review.labelstudio_project import (
     ProjectTarget,
@@ -29,6 +28,7 @@ from needleforge.review.labelstudio_project import (
 from needleforge.review.ls_client import LabelStudio, LabelStudioError
 from needleforge.review.ls_config import task_payload
 from needleforge.review.verdicts import question_key
+from needleforge.stages.render import render_montages
 from needleforge.store import Store
 
 

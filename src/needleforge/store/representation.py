@@ -90,7 +90,7 @@ def _boxes_table(objects: Iterable[ObjectTrack]) -> pa.Table:
 def split_joined_tag_sources(con: duckdb.DuckDBPyConnection) -> int:
     """Give each scene tag row an older needleforge wrote with both models joined
     (``backend = "<tagger>+<detector>"``, ``model_version = "<tagger's>+<detector's>"``) the
-    one model that gave it, as :func:`needleforge.represent._tag_source` now names it;
+    one model that gave it, as :func:`needleforge.stages.represent_video._tag_source` now names it;
     returns how many rows changed. Call inside a transaction.
 
     The detector is known by the name and version its own object rows carry (the video's,

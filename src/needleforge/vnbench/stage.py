@@ -30,8 +30,8 @@ from needleforge.backends.embedding import ImageEmbedder
 from needleforge.config import RenderParams, VNBenchParams
 from needleforge.media.cache import ClipSpec, SceneClipCache
 from needleforge.media.outputs import sweep_scratch, writing
-from needleforge.progress import OnCount, Steps
 from needleforge.records import Video
+from needleforge.runtime.progress import OnCount, Steps
 from needleforge.vnbench.assets import (
     ImageSet,
     build_builtin_images,

@@ -1,0 +1,82 @@
+"""The validate stage: the Great Expectations quality gate over the store (and a release)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from needleforge.config import Params
+from needleforge.quality import (
+    GateResult,
+    QualityError,
+    read_questions_jsonl,
+    read_release,
+    run_gate,
+)
+from needleforge.quality import validate as run_validate
+from needleforge.runtime.progress import OnCount
+
+
+def run_checks(*, db: Path, out: Path, params: Params, questions: Path | None = None,
+               release_dir: Path | None = None, on_step: OnCount | None = None) -> GateResult:
+    """Run the quality gate on ``db`` (and a release) and return its verdict; never raises on
+    a failing expectation.
+
+    ``questions`` checks a bare ``questions.jsonl``; ``release_dir`` checks a whole release
+    folder: its questions, videos and ``sources.json`` licences on the release day
+    (``release.release_date``, else today) against ``release.required_scopes``. NeMo
+    videos are required when the folder holds any montage video. ``on_step(done, total)``:
+    the gate's steps (:func:`~needleforge.quality.gate.run_gate`).
+
+    Raises:
+        QualityError: the gate could not run or the release's files cannot be read.
+        StoreError: ``db`` is not a usable store.
+    """
+    if release_dir is None:
+        return run_validate(db, out_dir=out, questions=questions, params=params.quality,
+                            on_step=on_step)
+    families = frozenset({"vnbench"} | ({"nemo"} if _ships_nemo_videos(release_dir) else set()))
+    return release_gate(db=db, root=release_dir, out=out, params=params, families=families,
+                         on_step=on_step)
+
+
+def validate_store(*, db: Path, out: Path, params: Params, questions: Path | None = None,
+                   release_dir: Path | None = None) -> GateResult:
+    """:func:`run_checks`, raising when the gate fails (for flows: a failed gate stops them).
+
+    Raises:
+        QualityError: the gate failed (the message lists every failing expectation) or could
+            not run. StoreError: ``db`` is not a usable store.
+    """
+    result = run_checks(db=db, out=out, params=params, questions=questions,
+                        release_dir=release_dir)
+    if not result.passed:
+        raise QualityError(f"quality gate failed for {db}:\n{result.to_text()}")
+    return result
+
+
+def _ships_nemo_videos(root: Path) -> bool:
+    """Whether a release holds rendered montages: then every NeMo question's video must exist.
+
+    Raises:
+        QualityError: ``questions.jsonl`` cannot be read.
+    """
+    for r in read_questions_jsonl(root / "questions.jsonl"):
+        if isinstance(r, dict) and r.get("family") == "nemo" and isinstance(r.get("video"), str) \
+                and (root / r["video"]).is_file():
+            return True
+    return False
+
+
+def release_gate(*, db: Path, root: Path, out: Path, params: Params,
+                  families: frozenset[str], on_step: OnCount | None = None) -> GateResult:
+    """The gate on ``db`` and the release folder ``root`` (the videos of ``families``
+    required), its report written to ``out``; the release stage runs it before moving a
+    release into place.
+
+    Raises:
+        QualityError: the release's files cannot be read or the gate could not run.
+    """
+    inputs = read_release(root, video_families=families, day=params.release.check_day(),
+                          required_scopes=params.release.required_scopes)
+    return run_gate(db=db, release_questions=None, out_dir=out, params=params.quality,
+                    release=inputs, on_step=on_step)
