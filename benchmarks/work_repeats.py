@@ -5,7 +5,7 @@ baselines. Before sharing anything, this script measures, on today's code and in
 run, how much of each stage's CPU repeats an earlier computation on the same inputs, so what a
 perfect share could save is a figure (``ceiling``: the stage's CPU over its CPU less the
 repeats) rather than a guess. Nothing is changed: the stages run as the CLI and DVC run them
-(:func:`~needleforge.pipeline.expand_store`, :func:`~needleforge.evaluate.models.
+(:func:`~needleforge.stages.expand.expand_store`, :func:`~needleforge.evaluate.models.
 answer_models`) with counting wrappers around the functions named below (each calls the
 original unchanged).
 
@@ -231,7 +231,7 @@ def run_expand(db: Path, params: Any, log: Log) -> tuple[float, float, Any]:
     """Expand on ``db`` with the counting wrappers; (CPU s, wall s, its result)."""
     from needleforge.nemo.checks import instance
     from needleforge.nemo.video_keyframes import VideoKeyframes
-    from needleforge.pipeline import expand_store
+    from needleforge.stages.expand import expand_store
 
     def pass_key(self: Any, scene: Any, jobs: Any) -> str:
         for key, _, _ in jobs:
