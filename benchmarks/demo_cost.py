@@ -149,6 +149,9 @@ def report(stages: Sequence[dict[str, Any]], *, cpu: dict[str, Any], detector: s
     lines = [f"demo budget on {cpu['model']} ({cpu['cores']} logical cores, instruction set "
              f"{cpu['level']}: {' '.join(cpu['flags']) or 'no AVX2'})",
              f"detector: {detector}",
+             *([f"ONEDNN_MAX_CPU_ISA={cap}: OpenVINO's convolutions (the SSD detector) run as "
+                f"on that level; the TFLite models (tagger, pose, OCR) still use the CPU's own"]
+               if (cap := os.environ.get("ONEDNN_MAX_CPU_ISA")) else []),
              "CPU s = user + sys of each stage's whole process tree",
              "",
              f"{'stage':<12}{'wall s':>9}{'CPU s':>9}{'CPU/wall':>10}{'peak RSS MB':>13}"]

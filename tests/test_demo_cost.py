@@ -56,7 +56,8 @@ def test_without_a_log_the_line_just_runs(tmp_path: Path) -> None:
 
 
 def test_the_report_sums_a_stages_lines_and_names_the_stages_not_run(
-        demo_cost: ModuleType, tmp_path: Path) -> None:
+        demo_cost: ModuleType, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("ONEDNN_MAX_CPU_ISA", raising=False)
     log = tmp_path / "cost.jsonl"
     rows = [{"stage": "ingest", "wall_s": 2.0, "user_s": 1.5, "sys_s": 0.5,
              "max_rss_mb": 120.0, "rc": 0},
@@ -117,3 +118,14 @@ def test_dvc_runs_every_stage_line_through_it(tmp_path: Path) -> None:
                             "--dvc-yaml", str(tmp_path / "dvc.yaml"), "--no-detector"],
                            capture_output=True, text=True, check=True).stdout
     assert [line.split()[0] for line in shown.splitlines()[5:]] == ["first", "second", "total"]
+
+
+def test_the_report_says_when_the_detector_was_held_to_a_lower_level(
+        demo_cost: ModuleType, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An AVX2 budget measured on a wider CPU with oneDNN capped: the report says so, and
+    that only the detector's runtime follows the cap."""
+    monkeypatch.setenv("ONEDNN_MAX_CPU_ISA", "AVX2")
+    cpu = demo_cost.cpu_info("processor : 0\nmodel name : Test CPU\nflags : avx2 avx512f\n")
+    lines = demo_cost.report([], cpu=cpu, detector="OpenVINO 1.0 on CPU, f32").splitlines()
+    assert lines[2].startswith("ONEDNN_MAX_CPU_ISA=AVX2: OpenVINO's convolutions")
+    assert "TFLite models" in lines[2] and lines[3].startswith("CPU s = user + sys")
