@@ -323,16 +323,15 @@ class LookingVerifier(EmbeddedVerifier):
         return None, tried
 
     def _negative_look(self, request: VerifyRequest, negative: SceneView,
-                       labels: Sequence[str]) -> str | None:
+                       labels: Sequence[str], *, claims: Sequence[tuple[str, int]],
+                       attire: dict[str, str]) -> str | None:
         """Why ``negative`` may not stand in the montage, or None: a whole-shot word, quoted
-        text, a named label or the described people, or someone walking, seen there."""
-        claims = self._claims(request)
+        text, the labels or people (``attire``) named, or someone walking, seen there."""
         refusal = negative_palette(negative, claims)
         for quote in onscreen.quotes(request.description):
             refusal = refusal or self._text.negative_refusal(quote, negative)
         if refusal is not None:
             return refusal
-        attire = described_attire(f"{request.description}\n{request.question}", labels)
         walks = any(term == WALK_TAG for term, _ in claims)
         return self._negative_refusal(negative, labels, attire) or (
             negative_walking(negative, self._eyes.detections(negative.scene.scene_id))
@@ -340,8 +339,11 @@ class LookingVerifier(EmbeddedVerifier):
 
     def _negatives_verdict(self, request: VerifyRequest, labels: Sequence[str], reason: str,
                            confirmed: Sequence[c.Confirmation]) -> Verdict:
+        claims = self._claims(request)
+        attire = described_attire(f"{request.description}\n{request.question}", labels)
         refusals = {n.scene.scene_id: why for n in request.negatives
-                    if (why := self._negative_look(request, n, labels)) is not None}
+                    if (why := self._negative_look(request, n, labels, claims=claims,
+                                                   attire=attire)) is not None}
         if refusals:
             first, *more = refusals.values()
             also = f" (and {len(more)} more negative{'s' * (len(more) > 1)} refused)"
