@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -46,6 +48,14 @@ def test_doctor_command_prints_the_report() -> None:
     result = runner.invoke(app, ["doctor"])
     assert result.exit_code == 0, result.output
     assert find_ffmpeg().path in result.output and "ch_PP-OCRv4_rec_infer.onnx" in result.output
+
+
+def test_the_package_runs_as_a_module() -> None:
+    """``python -m needleforge.cli doctor``, the way CI's distribution-ffmpeg smoke set calls it."""
+    done = subprocess.run([sys.executable, "-m", "needleforge.cli", "doctor"],
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    assert find_ffmpeg().path in done.stdout
 
 
 def test_doctor_reports_an_unusable_ffmpeg_and_exits_2(
