@@ -42,7 +42,7 @@ from needleforge.records import Montage, ObjectTrack, Verification
 from needleforge.records.phrases import PERSON_WORDS, is_person
 from needleforge.review import build_items, judge_report, load_verdicts, question_key
 from needleforge.review.run import review_store
-from needleforge.scenes import onscreen
+from needleforge.scenes import closeup, onscreen
 from needleforge.scenes.palette import SHOT_WORDS
 from needleforge.stages.nemo import generate_store
 from needleforge.stages.represent import represent_store
@@ -123,10 +123,11 @@ def yield_table(db: Path) -> None:
 
 def evidence_kind(description: str, target: ObjectTrack | None) -> str:
     """What a question's evidence is, for the yield by kind: ``people`` (a person is the
-    target or is named), ``shot`` (a whole-shot word a measure gave), ``text`` (quoted
+    target or is named), ``shot`` (a whole-shot word a measure gave, the shot scale of a
+    close-up of a face among them), ``text`` (quoted
     on-screen text, :func:`needleforge.scenes.onscreen.quotes`), else ``object``."""
     lowered = description.lower()
-    if any(word in lowered for word in SHOT_WORDS):
+    if any(word in lowered for word in SHOT_WORDS | {closeup.CLOSE_UP}):
         return "shot"
     if onscreen.quotes(description):
         return "text"

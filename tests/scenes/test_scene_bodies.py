@@ -10,8 +10,9 @@ import pytest
 from needleforge.backends.base import Keyframe
 from needleforge.backends.embedded.pose import EmbeddedPose
 from needleforge.errors import StudioError
+from needleforge.scenes import closeup
 from needleforge.scenes.bodies import BODY_TAG, MIN_SHARE, body_share, shows_body
-from needleforge.stages.represent_video import _body_tags
+from needleforge.stages.represent_video import CLOSEUP_KEYFRAMES, _pose_tags
 from needleforge.studio.real_assets import sample_frames
 
 
@@ -30,13 +31,35 @@ def _keyframes(name: str) -> list[Keyframe]:
 
 @pytest.mark.parametrize("name", ["talk", "intro", "face", "carphone"])
 def test_close_ups_of_people_are_tagged(pose: EmbeddedPose, name: str) -> None:
-    [tag] = _body_tags("v-s0000", _keyframes(name), pose)
+    tags = _pose_tags("v-s0000", _keyframes(name), pose, people=False)
+    [tag] = [t for t in tags if t.tag == BODY_TAG]
     assert (tag.tag, tag.backend) == (BODY_TAG, pose.name) and tag.score >= MIN_SHARE
+    # the same keypoints: a face near the camera
+    assert {t.tag for t in tags} == {BODY_TAG, closeup.CLOSE_UP, closeup.FACE_TAG}
+
+
+def test_with_a_person_track_only_a_few_frames_are_looked_at_for_a_close_up(
+        pose: EmbeddedPose) -> None:
+    looked: list[int] = []
+
+    class Counting:
+        name, version = pose.name, pose.version
+
+        def keypoints(self, image: np.ndarray) -> np.ndarray:
+            looked.append(1)
+            return pose.keypoints(image)
+
+    tags = _pose_tags("v-s0000", _keyframes("carphone"), Counting(),  # type: ignore[arg-type]
+                      people=True)
+    assert len(looked) == CLOSEUP_KEYFRAMES
+    assert BODY_TAG not in {t.tag for t in tags}  # the person track says it already
+    assert closeup.CLOSE_UP in {t.tag for t in tags}
 
 
 @pytest.mark.parametrize("name", ["lego", "coin", "city", "cockatoo", "fish", "tree"])
 def test_scenes_without_people_are_not(pose: EmbeddedPose, name: str) -> None:
-    assert _body_tags("v-s0000", _keyframes(name), pose) == []
+    tags = _pose_tags("v-s0000", _keyframes(name), pose, people=False)
+    assert {t.tag for t in tags} <= {closeup.FACE_TAG}
 
 
 def test_one_or_two_frames_prove_nothing() -> None:

@@ -22,7 +22,7 @@ from needleforge.nemo.tables import SceneTables
 from needleforge.nemo.targets import Target
 from needleforge.records import Scene, Sighting
 from needleforge.records.phrases import normalize
-from needleforge.scenes import colour_cast, onscreen, walking
+from needleforge.scenes import closeup, colour_cast, onscreen, walking
 from needleforge.scenes.palette import BLACK_AND_WHITE, clearly_in_colour
 
 
@@ -49,7 +49,9 @@ def negative_acceptor(
     scene"), a frame that looks that colour
     (:func:`~needleforge.scenes.colour_cast.looks_like`, the same rule), or when it names
     someone walking, a person who moves or stands over a moving camera
-    (:func:`~needleforge.scenes.walking.may_walk`, on its tracks and keyframes); then probe each
+    (:func:`~needleforge.scenes.walking.may_walk`, on its tracks and keyframes), or when it
+    names a close-up of a face, a face near the camera (the stored largest face,
+    :func:`~needleforge.scenes.closeup.negative_refused`); then probe each
     negative for the object's label and for everything else the question names
     (``excluded``; people it describes by their clothes, ``attire``, only in clothes that
     could be those), noting every probe refusal in ``rejected``; None when there is nothing
@@ -66,7 +68,9 @@ def negative_acceptor(
     casts = sorted(colour_cast.family_of(t) for t in excluded & colour_cast.CAST_WORDS
                    ) if looked else []
     walk = walking.WALK_TAG in excluded and looked
-    if probe is None and setup is None and not grey_shot and not casts and not walk:
+    close = closeup.CLOSE_UP in excluded
+    if probe is None and setup is None and not grey_shot and not casts and not walk \
+            and not close:
         return None
 
     def _frames(scene: Scene) -> Sequence[Keyframe]:
@@ -81,6 +85,10 @@ def negative_acceptor(
         if casts and any(colour_cast.looks_like(k.image, colour)
                          for k in _frames(scene) for colour in casts):
             return False  # a viewer could take it for the mostly-one-colour scene asked about
+        if close and closeup.negative_refused(max(
+                (t.score for t in tables.view(scene).tags if t.tag == closeup.FACE_TAG),
+                default=None)):
+            return False  # a face near the camera: a viewer could take it for the close-up
         if walk:
             frames = _frames(scene)
             if walking.may_walk(tables.view(scene).objects, [k.t_s for k in frames],

@@ -39,6 +39,7 @@ from needleforge.records import (
 from needleforge.records.phrases import is_person
 from needleforge.scenes import (
     attach_subtitles,
+    closeup,
     colour_cast,
     detect_scenes,
     onscreen,
@@ -49,6 +50,9 @@ from needleforge.scenes import (
 from needleforge.scenes.bodies import BODY_TAG, body_share
 from needleforge.scenes.palette import MEASURE_NAME, MEASURE_VERSION, shot_words
 from needleforge.scenes.subtitles import Cue
+
+#: Keyframes of a scene with a person track that the pose model looks at for a close-up.
+CLOSEUP_KEYFRAMES = 3
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -68,6 +72,7 @@ class Models:
                f"{walking.MEASURE_NAME}@{walking.MEASURE_VERSION}"]
         if self.pose is not None:
             out.append(f"{self.pose.name}@{self.pose.version}")
+            out.append(f"{closeup.MEASURE_NAME}@{closeup.MEASURE_VERSION}")
         if self.text_reader is not None:
             out.append(f"{self.text_reader.name}@{self.text_reader.version}")
             out.append(f"{onscreen.RULE_NAME}@{onscreen.RULE_VERSION}")
@@ -253,8 +258,9 @@ def _represent_scene(
              for word, share in colour_cast.cast_tags([f.image for f in frames])]
     if models.text_reader is not None:
         tags += _ocr_tags(scene_id, frames, models.text_reader)
-    if models.pose is not None and not any(is_person(o.tag) for o in objects):
-        tags += _body_tags(scene_id, frames, models.pose)
+    if models.pose is not None:
+        tags += _pose_tags(scene_id, frames, models.pose,
+                           people=any(is_person(o.tag) for o in objects))
     # An action read off the person tracks: someone walking across a still shot.
     tags += [SceneTag(scene_id, word, score, walking.MEASURE_NAME, walking.MEASURE_VERSION)
              for word, score in walking.walking_tags(objects, [f.t_s for f in frames],
@@ -262,13 +268,25 @@ def _represent_scene(
     return tags, objects
 
 
-def _body_tags(scene_id: str, frames: Sequence[Keyframe], pose: EmbeddedPose
-               ) -> list[SceneTag]:
-    """A :data:`~needleforge.scenes.bodies.BODY_TAG` when most keyframes show a body pose
-    (a person the detector did not box: :mod:`needleforge.scenes.bodies`)."""
-    share = body_share([pose.keypoint_scores(f.image) for f in frames])
-    return [] if share is None else [SceneTag(scene_id, BODY_TAG, share, pose.name,
-                                              pose.version)]
+def _pose_tags(scene_id: str, frames: Sequence[Keyframe], pose: EmbeddedPose, *,
+               people: bool) -> list[SceneTag]:
+    """What the body keypoints say. With no person track (``people`` False), a
+    :data:`~needleforge.scenes.bodies.BODY_TAG` when most keyframes show a body pose (a person
+    the detector did not box: :mod:`needleforge.scenes.bodies`), read on every keyframe;
+    else on :data:`CLOSEUP_KEYFRAMES` of them, spread out. From the same keypoints, a
+    close-up of a face and the largest face seen (:mod:`needleforge.scenes.closeup`)."""
+    looked = (list(frames) if not people
+              else [frames[i] for i in _spread(len(frames), CLOSEUP_KEYFRAMES)])
+    points = [pose.keypoints(f.image) for f in looked]
+    tags: list[SceneTag] = []
+    share = None if people else body_share([p[:, 2] for p in points])
+    if share is not None:
+        tags.append(SceneTag(scene_id, BODY_TAG, share, pose.name, pose.version))
+    if looked:
+        height, width = looked[0].image.shape[:2]
+        tags += [SceneTag(scene_id, word, score, closeup.MEASURE_NAME, closeup.MEASURE_VERSION)
+                 for word, score in closeup.scene_tags(points, aspect=height / width)]
+    return tags
 
 
 def _tag_source(tag: TagScore, objects: Sequence[ObjectTrack], *, models: Models,

@@ -117,10 +117,18 @@ class Eyes:
     def probabilities(self, image: RGBImage) -> c.FloatArray:
         return self._tagger_model().probabilities(image)
 
-    def keypoints(self, image: RGBImage) -> c.FloatArray:
+    def _pose_model(self) -> EmbeddedPose:
         if self._pose is None:
             self._pose = EmbeddedPose(num_threads=self._threads, models_dir=self._models_dir)
-        return self._pose.keypoint_scores(image)
+        return self._pose
+
+    def keypoints(self, image: RGBImage) -> c.FloatArray:
+        """The 17 keypoint scores of the most prominent person in ``image``."""
+        return self._pose_model().keypoint_scores(image)
+
+    def pose_points(self, image: RGBImage) -> c.FloatArray:
+        """The 17 keypoints, ``(y, x, score)`` in ``image``'s own normalised coordinates."""
+        return self._pose_model().keypoints(image)
 
     def shows_pose(self, frame: Keyframe, found: Detection) -> bool:
         """A person box passes only with a pose in it; other labels always pass."""

@@ -80,6 +80,15 @@ class EmbeddedPose:
         Raises:
             BackendError: when ``image`` is not a uint8 HxWx3 array.
         """
+        return self.keypoints(image)[:, 2]
+
+    def keypoints(self, image: RGBImage) -> npt.NDArray[np.float64]:
+        """The 17 keypoints as rows ``(y, x, score)``: positions as shares of ``image``'s own
+        height and width (the black padding taken back out), scores in [0, 1].
+
+        Raises:
+            BackendError: when ``image`` is not a uint8 HxWx3 array.
+        """
         rgb = ensure_rgb(image)
         import cv2
 
@@ -92,5 +101,8 @@ class EmbeddedPose:
         batch = np.asarray(resized, dtype=np.dtype(self._input["dtype"]))[np.newaxis]
         self._interpreter.set_tensor(self._input["index"], batch)
         self._interpreter.invoke()
-        raw = np.asarray(self._interpreter.get_tensor(self._output["index"]), dtype=np.float64)
-        return np.clip(raw.reshape(-1, 3)[:, 2], 0.0, 1.0)
+        raw = np.asarray(self._interpreter.get_tensor(self._output["index"]),
+                         dtype=np.float64).reshape(-1, 3)
+        return np.column_stack(((raw[:, 0] * side - top) / height,
+                                (raw[:, 1] * side - left) / width,
+                                np.clip(raw[:, 2], 0.0, 1.0)))

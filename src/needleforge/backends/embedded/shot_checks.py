@@ -1,15 +1,15 @@
-"""The looking verifier's whole-shot checks: a black-and-white or mostly-one-colour claim
-measured again on the target's frames, and negatives a viewer could take for such a scene
-(split from :mod:`needleforge.backends.embedded.verifier`, which calls them)."""
+"""The looking verifier's whole-shot checks: a black-and-white, mostly-one-colour or
+close-up claim measured again on the target's frames, and negatives a viewer could take for
+such a scene (split from :mod:`needleforge.backends.embedded.verifier`, which calls them)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
-from needleforge.backends.base import Keyframe
+from needleforge.backends.base import Keyframe, RGBImage
 from needleforge.backends.embedded import confirm as c
 from needleforge.backends.writing import SceneView
-from needleforge.scenes import colour_cast
+from needleforge.scenes import closeup, colour_cast
 from needleforge.scenes.palette import (
     MAX_CHROMA,
     NEGATIVE_MIN_CHROMA,
@@ -20,6 +20,52 @@ from needleforge.scenes.palette import (
     clearly_in_colour,
     colourful_share,
 )
+
+#: A frame's 17 body keypoints, ``(y, x, score)`` (:meth:`.pose.EmbeddedPose.keypoints`).
+Points = Callable[[RGBImage], c.FloatArray]
+#: The whole-shot words these checks measure.
+WORDS = SHOT_WORDS | {closeup.CLOSE_UP}
+
+
+def shot(term: str, frames: Sequence[Keyframe], *, points: Points) -> c.Confirmation:
+    """A whole-shot claim (a word of :data:`WORDS`) measured again on ``frames``."""
+    return close_up(frames, points=points) if term == closeup.CLOSE_UP else palette(term, frames)
+
+
+def close_up(frames: Sequence[Keyframe], *, points: Points) -> c.Confirmation:
+    """``measure-closeup``: "a close-up of a face" holds when the frames the writer did not
+    use pass the scene rule (:func:`needleforge.scenes.closeup.close_up_share`) again."""
+    if not frames:
+        return c.Confirmation("cannot-tell", "measure-closeup", closeup.CLOSE_UP, (), (),
+                              "no frame to look at")
+    aspect = frames[0].image.shape[0] / frames[0].image.shape[1]
+    looked = [points(k.image) for k in frames]
+    scales = tuple(closeup.face_scale(p, aspect=aspect) or 0.0 for p in looked)
+    held = closeup.close_up_share(looked, aspect=aspect) is not None
+    shown = ", ".join(f"{v:.3f}" for v in scales)
+    return c.Confirmation("confirmed" if held else "refused", "measure-closeup",
+                          closeup.CLOSE_UP, tuple(k.t_s for k in frames), scales,
+                          f"eye distance {shown} of the width on {len(scales)} frames (a "
+                          f"close-up at >= {closeup.MIN_SCALE} on {closeup.MIN_SHARE:.0%})")
+
+
+def negative_shot(negative: SceneView, claims: Sequence[tuple[str, int]], *,
+                  points: Points) -> str | None:
+    """Why ``negative`` could be taken for the whole shot the claims name, or None."""
+    refusal = negative_palette(negative, claims)
+    if refusal is not None or not any(t == closeup.CLOSE_UP for t, _ in claims):
+        return refusal
+    for frame in negative.keyframes:
+        height, width = frame.image.shape[:2]
+        found = points(frame.image)
+        if closeup.looks_close(found, aspect=height / width):
+            scale = closeup.face_scale(found, aspect=height / width)
+            return (f"refused by negative-closeup: negative {negative.scene.scene_id} shows a "
+                    f"face near the camera at t={frame.t_s:.2f} s (eye distance "
+                    f"{scale or 0.0:.3f}, face points over {closeup.face_spread(found):.2f} of "
+                    f"the width; a negative stays under {closeup.NEGATIVE_SCALE} and "
+                    f"{closeup.NEGATIVE_SPREAD})")
+    return None
 
 
 def palette(term: str, frames: Sequence[Keyframe]) -> c.Confirmation:

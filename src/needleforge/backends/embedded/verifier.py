@@ -36,7 +36,10 @@ inputs than the ones that produced the claim (rules and thresholds: :mod:`.confi
    (``negative-text``: text the tables missed, read once or misread there); "someone
    walking" must be seen again, person boxes matched on consecutive frames moving across a
    still shot (``measure-walking``, :mod:`needleforge.scenes.walking`), and no negative may
-   show a person moving or one that cannot be followed (``negative-walking``);
+   show a person moving or one that cannot be followed (``negative-walking``); "a close-up
+   of a face" is measured again on the body keypoints (``measure-closeup``,
+   :mod:`needleforge.scenes.closeup`), and no negative may show a face near the camera
+   (``negative-closeup``);
 4. no negative may show a named COCO label (``negative-redetect``: SSD x1.5 at
    ``negative_min_score`` on any of its frames; a person must show a pose), nor, when the
    question names people, a body pose anywhere in a frame (``negative-pose``, MoveNet on
@@ -75,11 +78,11 @@ from pathlib import Path
 
 from needleforge.backends.base import Keyframe
 from needleforge.backends.embedded import confirm as c
+from needleforge.backends.embedded import shot_checks
 from needleforge.backends.embedded.action_checks import confirm_walking, negative_walking
 from needleforge.backends.embedded.eyes import Eyes, Submit
 from needleforge.backends.embedded.labels import COCO_LABELS
 from needleforge.backends.embedded.ocr import EmbeddedTextReader
-from needleforge.backends.embedded.shot_checks import negative_palette, palette
 from needleforge.backends.embedded.ssd_runtime import Precision
 from needleforge.backends.embedded.writer import (
     MIN_NAMEABLE_AREA,
@@ -102,9 +105,6 @@ from needleforge.records.phrases import (
     plural,
 )
 from needleforge.scenes import onscreen
-from needleforge.scenes.palette import (
-    SHOT_WORDS,
-)
 from needleforge.scenes.walking import WALK_TAG
 
 _COCO = frozenset(COCO_LABELS.values())
@@ -285,8 +285,8 @@ class LookingVerifier(EmbeddedVerifier):
         if term == WALK_TAG:
             found = confirm_walking(frames, eyes.detections(sid))
             return (found if found.confirmed else None), [found]
-        if term in SHOT_WORDS:
-            found = palette(term, frames)
+        if term in shot_checks.WORDS:
+            found = shot_checks.shot(term, frames, points=eyes.pose_points)
             return (found if found.confirmed else None), [found]
         if term in _COCO:
             held: list[c.Confirmation] = []
@@ -327,7 +327,7 @@ class LookingVerifier(EmbeddedVerifier):
                        attire: dict[str, str]) -> str | None:
         """Why ``negative`` may not stand in the montage, or None: a whole-shot word, quoted
         text, the labels or people (``attire``) named, or someone walking, seen there."""
-        refusal = negative_palette(negative, claims)
+        refusal = shot_checks.negative_shot(negative, claims, points=self._eyes.pose_points)
         for quote in onscreen.quotes(request.description):
             refusal = refusal or self._text.negative_refusal(quote, negative)
         if refusal is not None:

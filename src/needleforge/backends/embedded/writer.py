@@ -83,10 +83,13 @@ from needleforge.records.phrases import (
     term_spans,
     with_colour,
 )
-from needleforge.scenes import onscreen
+from needleforge.scenes import closeup, onscreen
 from needleforge.scenes.bodies import BODY_TAG
 from needleforge.scenes.palette import SHOT_WORDS
 from needleforge.scenes.walking import WALK_TAG
+
+#: Tags measured on people that the writer names in its own words, or never.
+_MEASURED_PEOPLE = frozenset({BODY_TAG, WALK_TAG, closeup.CLOSE_UP, closeup.FACE_TAG})
 
 #: Words a detector (and the tagger's coarse groups) can name: tags a second model can check.
 DETECTOR_WORDS = frozenset(normalize(w) for w in (*COCO_LABELS.values(), *IMAGENET_COARSE))
@@ -392,13 +395,15 @@ class EmbeddedDescriber:
         shot_words = sorted(t for t in ranked if t in SHOT_WORDS)
         shot = f"a {', '.join(shot_words)} scene" if shot_words else "a scene"
         tags = [t for t in ranked if t not in labels and t not in SHOT_WORDS
-                and t not in (BODY_TAG, WALK_TAG) and not onscreen.is_text_tag(t)
+                and t not in _MEASURED_PEOPLE and not onscreen.is_text_tag(t)
                 and (self._fine_tags or t in DETECTOR_WORDS)][: self._top_tags]
         quote = text_part(view)
         # Someone walking (a measured action) says more than "people", and lets shots of
         # people standing or sitting serve as negatives.
-        things = [p for label, p in objects if not (WALK_TAG in ranked and is_person(label))]
-        things += [WALK_TAG] if WALK_TAG in ranked else []
+        # So does a close-up of a face, the person being the face.
+        acts = [t for t in (WALK_TAG, closeup.CLOSE_UP) if t in ranked]
+        things = [p for label, p in objects if not (acts and is_person(label))]
+        things += [with_article(closeup.CLOSE_UP) if t == closeup.CLOSE_UP else t for t in acts]
         if quote is not None:
             clause = f"{shot} where {onscreen.phrase(quote)}"
         elif things and tags:
