@@ -6,8 +6,8 @@ at on its own. This script measures both paths in one run on a represented store
 ``data/db/represent.duckdb`` by default; its media files must be where the store says):
 
 - **per-pair path (the baseline)**: a pair is answered by scanning its negative scene for the
-  target's label from scratch, every frame whole (``check_changed_only`` off), nothing kept,
-  then the exhaustive instance search (``check_instance_search=exhaustive``): one such scene
+  target's label from scratch, every frame whole (``check.changed_only`` off), nothing kept,
+  then the exhaustive instance search (``check.instance_search=exhaustive``): one such scene
   scan plus that per-pair cost. Both parts are measured below: the scan as the mean CPU
   seconds of scanning ``--baseline-scenes`` scenes, the per-pair part on the same pairs as
   the stored path's (models are loaded once, for either path).
@@ -15,7 +15,7 @@ at on its own. This script measures both paths in one run on a represented store
   negative_scan.TiledProbe` for all pairs. The label check's dense detections of every label
   are computed once per scene and kept (``negative_scans``), so a pair is a lookup; only the
   part of each frame that changed since the scene's earlier frames is detected
-  (:mod:`~needleforge.nemo.checks.change_gate`). The instance check (``check_instances``)
+  (:mod:`~needleforge.nemo.checks.change_gate`). The instance check (``check.instances``)
   searches the target's own pixels in the scene's frames, which depends on the target, so it
   is paid per pair (its frames are the label scan's, decoded once), coarse to fine.
 
@@ -45,9 +45,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from needleforge.backends import default_registry
-from needleforge.config import NemoParams
 from needleforge.nemo import build_probe
 from needleforge.nemo.targets import Target
+from needleforge.params import NemoParams
 from needleforge.records import ObjectTrack, Scene, SceneScan, Video
 from needleforge.store import Store
 
@@ -130,10 +130,17 @@ def main() -> None:
     parser.add_argument("--baseline-scenes", type=int, default=12,
                         help="scenes the baseline's per-scene scan cost is measured on")
     parser.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE",
-                        help="nemo params, e.g. check_every_s=8 check_instances=false")
+                        help="nemo params, e.g. check.every_s=8 check.instances=false")
     args = parser.parse_args()
-    overrides = dict(pair.split("=", 1) for pair in args.set)
-    params = NemoParams.model_validate({**NemoParams().model_dump(), **overrides})
+    data = NemoParams().model_dump()
+    for pair in args.set:
+        key, _, value = pair.partition("=")
+        where, _, name = key.rpartition(".")  # check.every_s: a key of nemo.check
+        node = data.get(where) if where else data
+        if not isinstance(node, dict):
+            raise SystemExit(f"--set {pair!r}: no nemo.{where} to set; e.g. check.every_s=8")
+        node[name] = value  # an unknown name is refused by model_validate, named
+    params = NemoParams.model_validate(data)
     corpus = load(args.db, args.videos)
     hours = sum(v.media.duration_s for v in corpus.videos) / 3600
     scenes = [s for v in corpus.videos for s in corpus.scenes[v.video_id]]
@@ -143,11 +150,10 @@ def main() -> None:
     print(f"store {args.db}: {len(corpus.videos)} video(s), {hours * 60:.1f} min, "
           f"{len(scenes)} scenes; tracks per video "
           f"{[len(corpus.tracks[v.video_id]) for v in corpus.videos]}; checks: every "
-          f"{params.check_every_s:g} s at x{params.check_input_scale:g}, instances "
-          f"{'on' if params.check_instances else 'off'}")
+          f"{params.check.every_s:g} s at x{params.check.input_scale:g}, instances "
+          f"{'on' if params.check.instances else 'off'}")
     scans_s, per_pair, refused, label_scans = stored(params, corpus.videos, scenes, sample)
-    baseline = params.model_copy(update={"check_changed_only": False,
-                                         "check_instance_search": "exhaustive"})
+    baseline = params.with_check(changed_only=False, instance_search="exhaustive")
     few = scenes[::max(1, len(scenes) // args.baseline_scenes)][:args.baseline_scenes]
     few_ids = {s.scene_id for s in few}
     few_pairs = [(t, s) for t, s in sample if s.scene_id in few_ids] or sample[:8]

@@ -5,7 +5,7 @@ three looks the pipeline takes (``EmbeddedDetector`` as each caller builds it):
 
 - ``represent``: 300x300, score >= 0.5 (``objects.min_detection_score``);
 - ``check``: the NeMo negative check, 2x input with the coarse maps at 300x300, score >= 0.3
-  (``nemo.check_input_scale``, ``nemo.check_min_score``);
+  (``nemo.check.input_scale``, ``nemo.check.min_score``);
 - ``verify``: the looking verifier's redetect, 1.5x with all six maps upscaled, score >= 0.4.
 
 Frames: the **studio** corpus (the videos of a represented store, default the demo's

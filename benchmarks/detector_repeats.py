@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from needleforge.backends.embedded.detector import EmbeddedDetector
-from needleforge.config import load_params
+from needleforge.params import load_params
 from needleforge.stages.expand import expand_store
 from needleforge.stages.nemo import generate_store
 

@@ -16,10 +16,10 @@ from pathlib import Path
 
 import yaml
 
-from needleforge.config import IngestParams
 from needleforge.ingest import ingest
 from needleforge.ingest.media_store import sha256_file
 from needleforge.media.ffmpeg import run_ffmpeg_args
+from needleforge.params import IngestParams
 
 
 def _make_sources(folder: Path, *, n_files: int, mib: int) -> list[Path]:

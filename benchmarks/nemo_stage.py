@@ -41,8 +41,8 @@ from pathlib import Path
 
 import duckdb
 
-from needleforge.config import load_params
 from needleforge.nemo.ahead import DEFAULT_WORKERS
+from needleforge.params import load_params
 from needleforge.stages.nemo import generate_store
 
 

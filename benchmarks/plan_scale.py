@@ -28,7 +28,6 @@ import resource
 import time
 from collections.abc import Sequence
 
-from needleforge.config import BucketCaps, CellCaps, ExpandParams, NemoParams
 from needleforge.nemo.expand import ExpansionResult, expand
 from needleforge.nemo.negatives import excluded_terms
 from needleforge.nemo.plan import PlanSkip, plan_short_montage, question_id_for
@@ -36,6 +35,7 @@ from needleforge.nemo.pool import TermIndex
 from needleforge.nemo.stats import benchmark_table
 from needleforge.nemo.tables import SceneTables, index_tables
 from needleforge.nemo.targets import Target, select_targets
+from needleforge.params import BucketCaps, CellCaps, ExpandParams, NemoParams
 from needleforge.records import (
     Authorization,
     Box,

@@ -33,11 +33,12 @@ import collections
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import yaml
 
-from needleforge.config import Params, parse_params
 from needleforge.ingest import ingest
+from needleforge.params import Params, parse_params
 from needleforge.records import Montage, ObjectTrack, Verification
 from needleforge.records.phrases import PERSON_WORDS, is_person
 from needleforge.review import build_items, judge_report, load_verdicts, question_key
@@ -195,13 +196,16 @@ def main() -> None:
 
 def overridden(overrides: Sequence[str]) -> Params:
     """needleforge's default params with ``SECTION.KEY=VALUE`` changes (VALUE read as YAML)."""
-    data: dict[str, dict[str, object]] = {}
+    data: dict[str, Any] = {}
     for item in overrides:
         key, sep, value = item.partition("=")
-        section, dot, name = key.partition(".")
-        if not sep or not dot or not section or not name:
+        *path, name = key.split(".")  # nemo.check.every_s: a key of a nested model
+        if not sep or not path or not all(path) or not name:
             raise SystemExit(f"--set {item!r}: expected SECTION.KEY=VALUE, e.g. objects.ocr=true")
-        data.setdefault(section, {})[name] = yaml.safe_load(value)
+        node = data
+        for part in path:
+            node = node.setdefault(part, {})
+        node[name] = yaml.safe_load(value)
     return parse_params(data, source="--set") if data else Params()
 
 

@@ -35,7 +35,6 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from needleforge.config import ProgramParams, RenderParams, StudioParams
 from needleforge.media import probe
 from needleforge.media.cache import (
     as_args,
@@ -44,6 +43,7 @@ from needleforge.media.cache import (
     run_ffmpeg_measured,
     video_encoder_options,
 )
+from needleforge.params import ProgramParams, RenderParams, StudioParams
 from needleforge.records import (
     Authorization,
     Bucket,

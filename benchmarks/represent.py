@@ -43,10 +43,10 @@ import av
 
 import needleforge.stages.represent_video as represent_module
 from needleforge.backends import default_registry
-from needleforge.config import IngestParams, Params, ProgramParams, StudioParams, load_params
 from needleforge.errors import StudioError
 from needleforge.ingest import ingest
 from needleforge.objects import build_objects
+from needleforge.params import IngestParams, Params, ProgramParams, StudioParams, load_params
 from needleforge.records import Detection, Representation, Scene, TagScore, Video
 from needleforge.scenes import attach_subtitles, detect_scenes, read_subtitles, sample_keyframes
 from needleforge.stages.represent_video import Models, load_models, represent_video

@@ -26,8 +26,8 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 from flows.represent import run_represent
-from needleforge.config import IngestParams, ProgramParams, RunnerParams, StudioParams
 from needleforge.ingest import ingest
+from needleforge.params import IngestParams, ProgramParams, RunnerParams, StudioParams
 from needleforge.store import Store
 from needleforge.studio import build_studio
 

@@ -3,7 +3,7 @@
 The negative check's label scan (:mod:`needleforge.nemo.checks.negative_scan`) at
 needleforge's defaults (a frame a second at 2x, pose on) runs twice on the same scenes of a
 represented store (the demo's ``data/db/represent.duckdb`` by default), once with
-``check_changed_only`` off (the baseline: the detector sees every frame whole) and once with it
+``check.changed_only`` off (the baseline: the detector sees every frame whole) and once with it
 on (:mod:`needleforge.nemo.checks.change_gate`: the detector sees only the part of a frame
 that changed since the scene's earlier frames). Printed: CPU seconds of each (this process's,
 the detector's threads included), the frames' worth of pixels the detector saw, and what each
@@ -23,8 +23,8 @@ from pathlib import Path
 from benchmarks.check_cost import load
 
 from needleforge.backends import default_registry
-from needleforge.config import NemoParams
 from needleforge.nemo import build_probe
+from needleforge.params import NemoParams
 from needleforge.records import Scene, SceneScan, Video
 
 
@@ -49,14 +49,13 @@ def main() -> None:
     corpus = load(args.db, args.videos)
     every = [s for v in corpus.videos for s in corpus.scenes[v.video_id]]
     scenes = every[::max(1, len(every) // args.scenes)][:args.scenes]
-    base = NemoParams(check_instances=False)
-    runs = {name: scan_all(base.model_copy(update={"check_changed_only": gated}),
-                           corpus.videos, scenes)
+    base = NemoParams().with_check(instances=False)
+    runs = {name: scan_all(base.with_check(changed_only=gated), corpus.videos, scenes)
             for name, gated in (("every frame whole", False), ("changed parts only", True))}
     seconds = sum(s.end_s - s.start_s for s in scenes)
     print(f"store {args.db}: {len(scenes)} scenes, {seconds:.0f} s of video; label check at "
-          f"the defaults (every {base.check_every_s:g} s, x{base.check_input_scale:g}, min "
-          f"score {base.check_min_score:g})")
+          f"the defaults (every {base.check.every_s:g} s, x{base.check.input_scale:g}, min "
+          f"score {base.check.min_score:g})")
     print("| label scan | CPU s | frames | detector saw (frames' worth) | labels seen |")
     print("|---|---:|---:|---:|---:|")
     seen = {}

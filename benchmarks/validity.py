@@ -17,7 +17,7 @@ automatic pipeline reached 86.65 % Recall@1x at 0.7 and its manual annotation 95
 for >= 95 %.
 
 Stage 2 runs on the same tables without the negative check, with it as the params file
-configures it (``nemo.check_*``, :mod:`needleforge.nemo.checks.negative_scan`), and, when
+configures it (``nemo.check``, :mod:`needleforge.nemo.checks.negative_scan`), and, when
 they differ, with needleforge's default label check (denser and more upscaled than the sample's)
 without and then with the instance check (:mod:`needleforge.nemo.checks.instance`), so the report
 shows what each check buys and what it costs: the figures of every run, the check's seconds and
@@ -26,7 +26,7 @@ ground truth), and the object questions it changed (same target, another montage
 skipped). A later run reuses an earlier run's scans of the same
 settings, as stage 2 reuses the store's, so the last run's cost is the instance check's.
 Run: ``python benchmarks/validity.py --out /tmp/nf-validity [--videos 8] [--seed 1]
-[--set check_every_s=1 ...]``.
+[--set check.every_s=1 ...]``.
 """
 
 from __future__ import annotations
@@ -37,7 +37,6 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from needleforge.backends import default_registry
-from needleforge.config import IngestParams, NemoParams, Params, ProgramParams, load_params
 from needleforge.evaluate.metrics import evaluate_grounding
 from needleforge.ingest import ingest
 from needleforge.nemo import (
@@ -47,6 +46,7 @@ from needleforge.nemo import (
     build_probe,
     generate,
 )
+from needleforge.params import IngestParams, NemoParams, Params, ProgramParams, load_params
 from needleforge.records import (
     Montage,
     ObjectTrack,
@@ -137,7 +137,7 @@ def main() -> None:
     parser.add_argument("--params", type=Path, default=Path("params.yaml"))
     parser.add_argument("--misses", action="store_true", help="list every miss")
     parser.add_argument("--set", action="append", default=[], metavar="NEMO_KEY=VALUE",
-                        help="override a nemo param, e.g. --set check_every_s=1 (repeatable)")
+                        help="override a nemo param, e.g. --set check.every_s=1 (repeatable)")
     args = parser.parse_args()
     params = load_params(args.params if args.params.is_file() else None)
     params = params.model_copy(update={"nemo": _override(params.nemo, args.set)})
@@ -160,7 +160,7 @@ def main() -> None:
         print(f"\n== negative check {label}: nemo {seconds:.1f} s{cost}")
         report(result.releasable(), {m.montage_id: m for m in result.montages},
                truth_of=truth_of, objects=objects, misses=args.misses)
-        if not nemo.check_negatives:
+        if not nemo.check.negatives:
             unchecked = result
         else:
             compare(unchecked, result, truth_of=truth_of,
@@ -168,42 +168,43 @@ def main() -> None:
     print("goal: Recall@1x at tIoU 0.7 >= 0.95 (seed 001: automatic 0.8665, manual 0.9583)")
 
 
-_CHECK_KEYS = ("check_every_s", "check_input_scale", "check_min_score", "check_cols",
-               "check_rows", "check_overlap", "check_max_side", "check_detector",
-               "check_instances", "check_instance_min_score", "check_instance_search",
-               "check_changed_only")
+_CHECK_KEYS = ("every_s", "input_scale", "min_score", "cols", "rows", "overlap", "max_side",
+               "detector", "instances", "instance_min_score", "instance_search", "changed_only")
 
 
 def _variants(nemo: NemoParams) -> list[tuple[str, NemoParams]]:
     """Stage-2 settings to compare: no check, the params file's check, and (when they
     differ) needleforge's default label check without, then with, the instance check."""
     def described(p: NemoParams) -> str:
-        instance = (f"instance check at {p.check_instance_min_score:g}" if p.check_instances
+        instance = (f"instance check at {p.check.instance_min_score:g}" if p.check.instances
                     else "no instance check")
-        gate = "changed parts only" if p.check_changed_only else "every frame whole"
-        return (f"every {p.check_every_s:g} s, input x{p.check_input_scale:g}, {gate}, "
-                f"min score {p.check_min_score:g}, {instance}")
+        gate = "changed parts only" if p.check.changed_only else "every frame whole"
+        return (f"every {p.check.every_s:g} s, input x{p.check.input_scale:g}, {gate}, "
+                f"min score {p.check.min_score:g}, {instance}")
 
     defaults = NemoParams()
-    configured = nemo.model_copy(update={"check_negatives": True})
-    out = [("off", nemo.model_copy(update={"check_negatives": False})),
+    configured = nemo.with_check(negatives=True)
+    out = [("off", nemo.with_check(negatives=False)),
            (f"on, as configured ({described(configured)})", configured)]
-    strict = nemo.model_copy(update={"check_negatives": True,
-                                     **{k: getattr(defaults, k) for k in _CHECK_KEYS}})
-    for variant in (strict.model_copy(update={"check_instances": False}), strict):
+    strict = nemo.with_check(negatives=True,
+                             **{k: getattr(defaults.check, k) for k in _CHECK_KEYS})
+    for variant in (strict.with_check(instances=False), strict):
         if variant not in [v for _, v in out]:
             out.append((f"on, needleforge defaults ({described(variant)})", variant))
     return out
 
 
 def _override(nemo: NemoParams, pairs: Sequence[str]) -> NemoParams:
-    """``nemo`` with ``key=value`` overrides, validated like the params file."""
+    """``nemo`` with ``key=value`` overrides (``check.key`` for ``nemo.check``), validated."""
     data = nemo.model_dump()
     for pair in pairs:
         key, sep, value = pair.partition("=")
-        if not sep or key not in data:
-            raise SystemExit(f"--set {pair!r}: expected NEMO_KEY=VALUE with a nemo param key")
-        data[key] = value
+        where, _, name = key.rpartition(".")  # check.every_s: a key of nemo.check
+        node = data.get(where) if where else data
+        if not sep or not isinstance(node, dict) or name not in node:
+            raise SystemExit(f"--set {pair!r}: expected NEMO_KEY=VALUE with a nemo param key, "
+                             f"e.g. check.every_s=1")
+        node[name] = value
     return NemoParams.model_validate(data)
 
 

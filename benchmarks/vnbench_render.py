@@ -58,7 +58,6 @@ from PIL import Image, ImageDraw, ImageFont
 
 from needleforge.backends import default_registry
 from needleforge.backends.embedding import ImageEmbedder
-from needleforge.config import ProgramParams, RenderParams, StudioParams, VNBenchParams
 from needleforge.media import probe
 from needleforge.media.cache import (
     ClipSpec,
@@ -68,6 +67,7 @@ from needleforge.media.cache import (
     video_encoder_options,
 )
 from needleforge.media.ffmpeg import ffmpeg_binary
+from needleforge.params import ProgramParams, RenderParams, StudioParams, VNBenchParams
 from needleforge.records import Authorization, Video, video_id_for
 from needleforge.studio import build_studio
 from needleforge.vnbench import build_vnbench

@@ -473,7 +473,7 @@ def main(argv: Sequence[str] | None = None) -> int:
           f"{cpu['level']} ({' '.join(cpu['flags'])})")
     args.out.mkdir(parents=True, exist_ok=True)
     if "expand" not in args.skip:
-        from needleforge.config import load_params
+        from needleforge.params import load_params
 
         db = args.out / "expand.duckdb"
         shutil.copyfile(args.db, db)

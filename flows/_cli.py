@@ -2,7 +2,7 @@
 
 Every flow's ``main`` is :func:`flow_parser`, its own arguments, and :func:`run_main`.
 ``--db`` defaults to the store the ``needleforge`` CLI uses
-(:data:`needleforge.config.DEFAULT_DB`) and must not be a folder; ``--params`` is read when
+(:data:`needleforge.params.DEFAULT_DB`) and must not be a folder; ``--params`` is read when
 the command line is parsed, so a missing or invalid file is a usage error naming it before
 Prefect starts; ``--runner``/``--workers``/``--address`` override the file's ``runner:``
 section (:func:`runner_of`). As the CLI does, an error a user can cause (any
@@ -18,9 +18,9 @@ import argparse
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from needleforge.config import DEFAULT_DB, PARAMS_HELP, RunnerParams, resolve_params
 from needleforge.errors import NeedleforgeError
 from needleforge.orchestration.runners import add_runner_arguments, runner_from_args
+from needleforge.params import DEFAULT_DB, PARAMS_HELP, RunnerParams, resolve_params
 from needleforge.runtime.debug_log import record
 
 
@@ -37,7 +37,7 @@ def store_file(text: str) -> Path:
 
 
 def params_file(text: str) -> Path:
-    """``--params``: a params file that :func:`~needleforge.config.resolve_params` accepts.
+    """``--params``: a params file that :func:`~needleforge.params.resolve_params` accepts.
 
     Raises:
         argparse.ArgumentTypeError: the file is a folder, missing or invalid (the message

@@ -22,9 +22,9 @@ from prefect import flow, task
 
 from flows._cli import flow_parser, run_main
 from flows._progress import run_progress
-from needleforge.config import resolve_params
 from needleforge.evaluate import leaderboard, score_files
 from needleforge.evaluate.models import BASELINE_NAMES, answer_release, check_models, model_options
+from needleforge.params import resolve_params
 from needleforge.stages.evaluate import write_scores
 
 

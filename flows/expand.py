@@ -12,7 +12,7 @@ from prefect import flow, task
 
 from flows._cli import flow_parser, run_main
 from flows._progress import run_progress
-from needleforge.config import Params, resolve_params
+from needleforge.params import Params, resolve_params
 from needleforge.stages.expand import expand_store
 from needleforge.stages.render import render_store
 

@@ -1,13 +1,13 @@
 """Prefect flow: NeMo stage 2 (questions, negatives, short montages, self-verification).
 
-Two steps. First the negative check's scans (``nemo.check_negatives``, most of the stage's
+Two steps. First the negative check's scans (``nemo.check.negatives``, most of the stage's
 cost): one task per video holding an object target, fanned out on the task runner of
 ``runner:`` in params (threads by default; Dask or Ray with ``--runner``); each worker builds
 its own detector and returns scans, and the flow process stores each video's scans as it
 arrives, so a killed run resumes with the videos not yet scanned. Then generation itself,
 which reads the whole store and is deterministic: one task in the flow process
 (:func:`needleforge.stages.nemo.generate_store`, the same code as ``needleforge nemo``), which
-reuses the stored scans. The instance check (``nemo.check_instances``) runs there, not ahead:
+reuses the stored scans. The instance check (``nemo.check.instances``) runs there, not ahead:
 it compares each object target with the negatives its montage draws, so its work depends on
 the plans; its scans are stored too, and a rerun reuses them.
 Run: ``python -m flows.generate [--db DB] [--params params.yaml]
@@ -24,9 +24,9 @@ from prefect import flow, task
 from flows._cli import flow_parser, run_main, runner_of
 from flows._progress import run_progress
 from needleforge.backends import default_registry
-from needleforge.config import NemoParams, Params, RunnerParams, resolve_params
 from needleforge.nemo import build_backends, scan_scenes
 from needleforge.orchestration.runners import default_task_runner, with_runner
+from needleforge.params import NemoParams, Params, RunnerParams, resolve_params
 from needleforge.records import SceneScan
 from needleforge.runtime.preflight import check_nemo
 from needleforge.stages.nemo import (

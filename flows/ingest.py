@@ -16,10 +16,10 @@ from typing import Any
 from prefect import flow, task
 
 from flows._cli import flow_parser, run_main, runner_of
-from needleforge.config import resolve_params
 from needleforge.ingest import Accepted, RowJob, finish_ingest, plan_ingest, process_row
 from needleforge.ingest.media_store import LinkMode
 from needleforge.orchestration.runners import with_runner
+from needleforge.params import resolve_params
 from needleforge.records import IngestRejection
 from needleforge.stages.ingest import record_ingest
 

@@ -31,10 +31,10 @@ from flows.generate import generate_flow
 from flows.ingest import ingest_flow
 from flows.render import render_flow
 from flows.represent import represent_flow
-from needleforge.config import DEFAULT_DB, Params
 from needleforge.nemo import ExpansionResult
 from needleforge.orchestration import artifacts
 from needleforge.orchestration.runners import with_runner
+from needleforge.params import DEFAULT_DB, Params
 from needleforge.quality import GateResult, QualityError
 from needleforge.records.failures import StageFailure
 from needleforge.release import ReleaseReport

@@ -22,8 +22,8 @@ from prefect import flow
 
 from flows._cli import flow_parser, run_main
 from flows._progress import run_progress
-from needleforge.config import resolve_params
 from needleforge.orchestration import artifacts
+from needleforge.params import resolve_params
 from needleforge.stages.release import earlier_releases, previous_release, release_store
 
 

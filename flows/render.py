@@ -23,9 +23,9 @@ from prefect import flow, task
 
 from flows._cli import flow_parser, run_main, runner_of
 from flows._progress import run_progress
-from needleforge.config import RenderParams, RunnerParams, resolve_params
 from needleforge.media.cache import ClipResult, ClipSpec
 from needleforge.orchestration.runners import default_task_runner, with_runner
+from needleforge.params import RenderParams, RunnerParams, resolve_params
 from needleforge.records import Montage, Scene, Video
 from needleforge.runtime.progress import Steps
 from needleforge.stages.render import (

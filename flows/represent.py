@@ -22,8 +22,8 @@ from prefect import flow, task
 from flows._cli import flow_parser, run_main, runner_of
 from flows._progress import run_progress
 from needleforge.backends import default_registry
-from needleforge.config import Params, RunnerParams, resolve_params
 from needleforge.orchestration.runners import default_task_runner, with_runner
+from needleforge.params import Params, RunnerParams, resolve_params
 from needleforge.records import Representation
 from needleforge.runtime.preflight import check_objects
 from needleforge.stages.represent import (

@@ -15,9 +15,9 @@ EXCEPTIONS = {
     ("needleforge.review.labelstudio_push", "needleforge.stages.render"):
         "the review workflow renders its montages; it becomes a stage module later",
 }
-#: Root modules besides ``__init__`` and ``errors``: the params, to become ``params/``.
-ROOT_MODULES = {"__init__", "errors", "config", "params_base", "expand_params", "object_params",
-                "evaluate_params", "review_params"}
+#: The only modules of the package root: everything else lives in a package (the params in
+#: ``params/``).
+ROOT_MODULES = {"__init__", "errors"}
 
 
 def _module(path: Path) -> str:
@@ -60,6 +60,6 @@ def test_the_cli_imports_stage_modules_only_inside_commands() -> None:
     assert not eager, "stage modules imported at module level:\n  " + "\n  ".join(eager)
 
 
-def test_the_package_root_holds_only_init_errors_and_params() -> None:
+def test_the_package_root_holds_only_init_and_errors() -> None:
     modules = {p.stem for p in PACKAGE.glob("*.py")}
     assert modules <= ROOT_MODULES, f"root modules without a package: {modules - ROOT_MODULES}"

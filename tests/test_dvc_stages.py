@@ -15,7 +15,7 @@ edit there reruns the stage for nothing).
 
 Params are checked by section, for the commands a stage runs with ``--params``: a closure
 file reading ``<p>.<section>`` of a ``Params`` value (an argument annotated ``Params``, or a
-local set from :func:`~needleforge.config.resolve_params`) needs that section, and
+local set from :func:`~needleforge.params.resolve_params`) needs that section, and
 ``<p>.model_dump()`` needs them all. The check is path-insensitive, so a section read only
 behind an option the stage does not pass is exempted by name in :data:`_PARAMS_EXEMPT`.
 """
@@ -203,7 +203,7 @@ def _covers(dep: str, file: str) -> bool:
 
 @functools.cache
 def _sections() -> tuple[str, ...]:
-    from needleforge.config import Params
+    from needleforge.params import Params
 
     return tuple(Params.model_fields)
 

@@ -15,8 +15,8 @@ from typing import Any
 import pyarrow.parquet as pq
 import pytest
 
-from needleforge.config import NemoParams
 from needleforge.errors import EvaluationError
+from needleforge.params import NemoParams
 from needleforge.records import bucket_for
 from needleforge.records.questions import (
     BUCKET_LABELS,
@@ -183,11 +183,11 @@ def test_buckets_and_their_bounds() -> None:
 
 #: Files that may spell the constants: the owner; the two modules shipped inside a release and
 #: imported by lmms-eval / VLMEvalKit without needleforge (their copies are checked below);
-#: moment_detr's own window lengths (30-150 s, not our buckets); config's field bounds (checked
+#: moment_detr's own window lengths (30-150 s, not our buckets); nemo params' field bounds (checked
 #: against the owner in ``test_buckets_and_their_bounds``).
 _MAY_SPELL = {
     OWNER, SRC / "release" / "lmms_eval_utils.py", SRC / "release" / "vlmevalkit_dataset.py",
-    SRC / "evaluate" / "qvhighlights.py", SRC / "config.py",
+    SRC / "evaluate" / "qvhighlights.py", SRC / "params" / "nemo.py",
 }
 _DECIMAL = re.compile(r"^[0-9_]+(\.[0-9_]*)?$")
 _BUCKET_NAMES = re.compile(r"""["']short["'],\s*["']medium["'],\s*["']long["']""")

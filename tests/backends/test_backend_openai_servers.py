@@ -28,10 +28,10 @@ from needleforge.backends.openai.writer import (
     OpenAIVerifier,
 )
 from needleforge.backends.writing import Skip, Verdict
-from needleforge.config import NemoParams
 from needleforge.errors import BackendError
 from needleforge.nemo import build_backends, generate
 from needleforge.nemo.generate import GenerationResult, SkipRecord
+from needleforge.params import NemoParams
 from needleforge.records import Verification
 from tests.backends.openai_stub_server import ChatStubServer, answer, error, raw
 from tests.backends.writer_cases import keyframes, negative_view, target_view
@@ -321,7 +321,7 @@ def test_nemo_against_a_model_answering_prose_exits_2_and_stores_nothing(
     options = {"base_url": server.url, "model": "llava:13b", **FAST}
     params = tmp_path / "params.yaml"
     params.write_text(yaml.safe_dump({"nemo": {
-        "check_negatives": False, "describer": "openai_http", "describer_options": options,
+        "check": {"negatives": False}, "describer": "openai_http", "describer_options": options,
         "verifier": "openai_http", "verifier_options": options}}))
     result = CliRunner().invoke(app, ["nemo", "--db", str(db), "--params", str(params)])
     assert result.exit_code == 2, result.output

@@ -197,7 +197,7 @@ def _nemo(db: Path, tmp_path: Path, **options: Any) -> Result:
     """``needleforge nemo`` on ``db`` with ``options`` for both the describer and verifier."""
     params = tmp_path / "params.yaml"
     params.write_text(yaml.safe_dump({"nemo": {
-        "check_negatives": False,  # the detector's scans are not what is tested here
+        "check": {"negatives": False},  # the detector's scans are not what is tested here
         "describer": "openai_http", "describer_options": options,
         "verifier": "openai_http", "verifier_options": options}}))
     from needleforge.cli import app

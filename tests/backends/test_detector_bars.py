@@ -6,7 +6,7 @@ unrelated frames: the left bar of a 4:3 picture, a rock wall, a cockatoo. That b
 second-coarsest feature map's bottom-left tall prior, which upscaled inputs make answer flat
 regions (:mod:`needleforge.backends.embedded.detector`). Here the detector runs as the
 representation pass builds it (``objects`` params) and as the check builds it (``nemo``
-params' ``check_*`` defaults, through the tiled scan), on real photos and a real clip's frame
+params' ``check`` defaults, through the tiled scan), on real photos and a real clip's frame
 put in black bars or between flat grey panels, and on flat frames: every detection must lie
 on the picture, and flat frames have none.
 """
@@ -25,9 +25,8 @@ import pytest
 from needleforge.backends.base import RGBImage
 from needleforge.backends.embedded.detector import EmbeddedDetector
 from needleforge.backends.registry import default_registry
-from needleforge.config import NemoParams
 from needleforge.nemo.checks.tiles import detect_tiled
-from needleforge.object_params import ObjectParams
+from needleforge.params import NemoParams, ObjectParams
 from needleforge.records import Detection
 from tests.backends.conftest import skimage_photo
 
@@ -103,21 +102,21 @@ def represent() -> Look:
 
 
 def _check(cols: int, rows: int) -> Look:
-    """The label check's detector as ``nemo.checks.build`` makes it from the ``check_*``
+    """The label check's detector as ``nemo.checks.build`` makes it from the ``nemo.check``
     defaults, looking through the tiled scan with a ``cols`` x ``rows`` grid."""
     params = NemoParams()
     detector = default_registry().create(
-        "detector", params.check_detector, score_threshold=params.check_min_score,
-        input_scale=params.check_input_scale, num_threads=1, **params.check_detector_options)
+        "detector", params.check.detector, score_threshold=params.check.min_score,
+        input_scale=params.check.input_scale, num_threads=1, **params.check.detector_options)
     return lambda frame: [d for d in detect_tiled(detector, frame, t_s=0.0, cols=cols,
-                                                  rows=rows, overlap=params.check_overlap)
-                          if d.score >= params.check_min_score]
+                                                  rows=rows, overlap=params.check.overlap)
+                          if d.score >= params.check.min_score]
 
 
 @pytest.fixture(scope="module")
 def check() -> Look:
     params = NemoParams()
-    return _check(params.check_cols, params.check_rows)
+    return _check(params.check.cols, params.check.rows)
 
 
 @pytest.fixture(scope="module")

@@ -126,7 +126,7 @@ def test_int8_finds_what_f32_finds_on_real_photos(scale: float | None) -> None:
 
 
 def test_the_params_switch_reaches_every_embedded_detector() -> None:
-    # objects.detector_options, nemo.check_detector_options (the detector's own option) and
+    # objects.detector_options, nemo.check.detector_options (the detector's own option) and
     # nemo.verifier_options (the looking verifier's): the registry passes each on by name
     from needleforge.backends import default_registry
 

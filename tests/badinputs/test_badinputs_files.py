@@ -20,7 +20,6 @@ import numpy as np
 import pytest
 
 from needleforge.backends import default_registry
-from needleforge.config import IngestParams, load_params
 from needleforge.errors import (
     BackendError,
     ConfigError,
@@ -31,6 +30,7 @@ from needleforge.errors import (
 )
 from needleforge.evaluate import OpenAIVideoLLM, load_predictions, run_model, score_files
 from needleforge.ingest import ingest
+from needleforge.params import IngestParams, load_params
 from needleforge.store import Store
 from tests.backends.openai_stub_server import ChatStubServer, answer, error, raw
 from tests.badinputs.corpus import GOOD, licence

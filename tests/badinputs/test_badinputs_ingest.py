@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 import yaml
 
-from needleforge.config import IngestParams
 from needleforge.ingest import ingest
+from needleforge.params import IngestParams
 from needleforge.store import Store
 from tests.badinputs.corpus import GOOD, GOOD2, INGEST_CASES, IngestCase, licence
 from tests.badinputs.store_snapshot import assert_kept, snapshot

@@ -29,8 +29,8 @@ from typing import Any
 import pytest
 from ffmpeg import input as ffmpeg_input
 
-from needleforge.config import Params, RenderParams, StudioParams, VNBenchParams
 from needleforge.errors import OutputError, StoreError
+from needleforge.params import Params, RenderParams, StudioParams, VNBenchParams
 from needleforge.records import IngestRejection, Representation, Scene, scene_id_for
 from needleforge.stages.render import render_store
 from needleforge.store import Store
@@ -221,8 +221,8 @@ def test_store_write_fails_clearly_and_keeps_its_rows(world: Path, limit: str) -
 def test_ingest_into_an_unwritable_media_store_stops_without_refusing_rows(
     world: Path, limit: str
 ) -> None:
-    from needleforge.config import IngestParams
     from needleforge.ingest import ingest
+    from needleforge.params import IngestParams
     from tests.badinputs.corpus import licence
     from tests.evaluate.eval_media import make_bars_clip
 

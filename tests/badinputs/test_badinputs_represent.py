@@ -20,9 +20,9 @@ import numpy as np
 import pytest
 import yaml
 
-from needleforge.config import IngestParams, Params
 from needleforge.ingest import ingest
 from needleforge.media.cache import ClipSpec, SceneClipCache
+from needleforge.params import IngestParams, Params
 from needleforge.records import Representation, TagScore
 from needleforge.stages.represent import RepresentFailure, RepresentJob, represent_store, run_job
 from needleforge.stages.represent_video import Models

@@ -26,9 +26,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from needleforge.config import IngestParams, RenderParams
 from needleforge.ingest import ingest
 from needleforge.media import probe
+from needleforge.params import IngestParams, RenderParams
 from needleforge.store import Store
 from tests.badinputs.corpus import licence
 from tests.badinputs.store_snapshot import Snapshot, snapshot

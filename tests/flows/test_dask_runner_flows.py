@@ -26,8 +26,8 @@ import yaml
 
 from flows.render import run_render
 from flows.represent import run_represent
-from needleforge.config import RunnerParams
 from needleforge.errors import ConfigError, MediaError
+from needleforge.params import RunnerParams
 from needleforge.records import Scene, scene_id_for
 from needleforge.store import Store
 from tests.stages.test_render_stage import montage

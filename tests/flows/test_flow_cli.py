@@ -1,6 +1,6 @@
 """The flows' shared command line and the owners of what flows and the CLI share.
 
-One owner each: the default store (:data:`needleforge.config.DEFAULT_DB`, also the CLI's)
+One owner each: the default store (:data:`needleforge.params.DEFAULT_DB`, also the CLI's)
 and the thread runner a flow is declared with
 (:func:`needleforge.orchestration.runners.default_task_runner`);
 a test reads every module of ``flows/`` and the package and fails on a second copy.
@@ -27,12 +27,12 @@ from prefect.task_runners import ThreadPoolTaskRunner
 
 from flows._cli import flow_parser, run_main
 from needleforge.cli import main as cli
-from needleforge.config import DEFAULT_DB, RunnerParams
 from needleforge.errors import StoreError
 from needleforge.orchestration.runners import default_task_runner
+from needleforge.params import DEFAULT_DB, RunnerParams
 
 ROOT = Path(__file__).resolve().parents[2]
-OWNERS = {ROOT / "src" / "needleforge" / "config.py",
+OWNERS = {ROOT / "src" / "needleforge" / "params" / "file.py",
           ROOT / "src" / "needleforge" / "orchestration" / "runners.py"}
 #: Every flow module with a ``main``, and the positional arguments it needs.
 MAINS = {"expand": [], "generate": [], "ingest": ["manifest.yaml"], "render": [],
@@ -70,7 +70,7 @@ def test_the_store_default_and_the_thread_runner_have_one_owner() -> None:
         copies += [f"{where}: {s!r}" for s in _code_strings(tree) if "needleforge.duckdb" in s]
         copies += [f"{where}:{line}: ThreadPoolTaskRunner(...)"
                    for line in _calls_of(tree, "ThreadPoolTaskRunner")]
-    assert copies == [], ("the default store belongs to needleforge.config.DEFAULT_DB and the "
+    assert copies == [], ("the default store belongs to needleforge.params.DEFAULT_DB and the "
                           "thread runner to needleforge.orchestration.runners; copies found:\n"
                           + "\n".join(copies))
     assert cli.DEFAULT_DB is DEFAULT_DB

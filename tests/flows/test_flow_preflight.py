@@ -88,8 +88,8 @@ def test_the_represent_flow_stops_on_a_bad_checkpoint_before_any_video(
 ) -> None:
     """An ingested video and a checkpoint that is not one: the flow's line is the CLI's,
     its run failed before its first video task, and nothing was represented."""
-    from needleforge.config import IngestParams
     from needleforge.ingest import ingest
+    from needleforge.params import IngestParams
     from tests.stages.test_represent_stage import LICENCE
 
     video = tmp_path / "media-in" / "black.mp4"

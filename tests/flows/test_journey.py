@@ -51,7 +51,7 @@ def tiny_params() -> dict[str, object]:
         {"name": "tiny", "n_videos": 2, "video_duration_s": 30, "min_scene_s": 5,
          "max_scene_s": 8, "subtitles": True}])
     params["render"].update(width=320, height=180)
-    params["nemo"].update(check_negatives=False, verifier="embedded_tables", short_max_s=40.0)
+    params["nemo"].update(check={"negatives": False}, verifier="embedded_tables", short_max_s=40.0)
     none = {"object": 0, "scene": 0}
     params["expand"].update(short_multi={"object": 1, "scene": 1},
                             medium={"single": none, "multi": none},

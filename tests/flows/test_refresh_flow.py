@@ -53,7 +53,7 @@ def test_refresh_adds_only_the_new_videos_questions(tmp_path: Path,
              "max_scene_s": 10}]},
         "scenes": {"backend": "opencv"},
         # the sample's lighter negative check (the default looks every second at 2x)
-        "nemo": {"check_every_s": 8.0, "check_input_scale": 1.5},
+        "nemo": {"check": {"every_s": 8.0, "input_scale": 1.5}},
     }))
     studio = tmp_path / "studio"
     made = CliRunner().invoke(app, ["studio", "--out", str(studio), "--params", str(params)])

@@ -19,9 +19,9 @@ from typing import Any
 import pytest
 import yaml
 
-from needleforge.config import IngestParams
 from needleforge.errors import ManifestError
 from needleforge.ingest import ingest
+from needleforge.params import IngestParams
 from needleforge.records import IngestRejection
 from needleforge.store import Store
 

@@ -17,10 +17,10 @@ import ffmpeg
 import numpy as np
 import pytest
 
-from needleforge.config import RenderParams
 from needleforge.errors import MediaError
 from needleforge.media.cache import ClipSpec, SceneClipCache, clip_frames, index_path
 from needleforge.media.join import Piece, encode_piece, render_montage
+from needleforge.params import RenderParams
 from tests.conftest import ffmpeg as run_ffmpeg
 
 PROFILE = RenderParams(width=160, height=90, fps=25, preset="veryfast")

@@ -18,12 +18,12 @@ from typing import Any
 
 from nemo_cases import make_tag, make_track, make_video, tile
 
-from needleforge.config import ExpandParams, NemoParams
 from needleforge.nemo.expand import ExpansionResult, expand
 from needleforge.nemo.negatives import clashes, excluded_terms, select_negatives
 from needleforge.nemo.plan import PlanSkip, plan_short_montage, question_id_for
 from needleforge.nemo.tables import SceneTables, index_tables
 from needleforge.nemo.targets import Target, select_targets
+from needleforge.params import ExpandParams, NemoParams
 from needleforge.records import (
     Montage,
     ObjectTrack,

@@ -16,7 +16,7 @@ from typing import Any
 
 from PIL import Image
 
-from needleforge.config import NemoParams
+from needleforge.params import NemoParams
 from needleforge.records import (
     Authorization,
     Box,

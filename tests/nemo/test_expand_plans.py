@@ -18,11 +18,11 @@ from pathlib import Path
 import expand_cases as ec
 import pytest
 
-from needleforge.config import BucketCaps, CellCaps, ExpandParams, NemoParams
 from needleforge.nemo.expand import ExpansionResult
 from needleforge.nemo.negatives import excluded_terms
 from needleforge.nemo.stats import answer_spans
 from needleforge.nemo.tables import index_tables
+from needleforge.params import BucketCaps, CellCaps, ExpandParams, NemoParams
 from needleforge.records import Question
 
 CAP = CellCaps(object=8, scene=8)
@@ -196,7 +196,7 @@ _DIGEST = """
 import hashlib, sys
 sys.path.insert(0, {tests!r})
 import expand_cases as ec
-from needleforge.config import ExpandParams
+from needleforge.params import ExpandParams
 data = ec.corpus({{"p1": 2, "p2": 1}}, scenes=40)
 r = ec.run(data, ec.short_stage(data), ExpandParams(seed=3, long_targets=3, medium_targets=2))
 print(len(r.montages), hashlib.sha256(repr(

@@ -12,7 +12,6 @@ from collections.abc import Collection, Iterable, Mapping
 import expand_cases as ec
 import pytest
 
-from needleforge.config import BucketCaps, CellCaps, ExpandParams
 from needleforge.nemo.checks.negative_scan import Refusal, Sighting
 from needleforge.nemo.expand import ExpansionResult
 from needleforge.nemo.grow import Lane, PlanContext
@@ -21,6 +20,7 @@ from needleforge.nemo.pool import ScenePool, TermIndex
 from needleforge.nemo.sources import Source, find_sources
 from needleforge.nemo.tables import index_tables
 from needleforge.nemo.targets import Target
+from needleforge.params import BucketCaps, CellCaps, ExpandParams
 from needleforge.records import Box, NeedleType, Scene
 
 CAP = CellCaps(object=3, scene=3)

@@ -13,7 +13,7 @@ import expand_cases as ec
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from needleforge.config import BucketCaps, CellCaps, ExpandParams, NemoParams
+from needleforge.params import BucketCaps, CellCaps, ExpandParams, NemoParams
 
 
 @st.composite

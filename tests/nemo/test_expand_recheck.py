@@ -17,7 +17,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from nemo_cases import corpus, make_tag, make_track, tile
 
-from needleforge.config import ExpandParams, NemoParams
 from needleforge.nemo.negatives import clashes
 from needleforge.nemo.plan import plan_short_montage, question_id_for
 from needleforge.nemo.pool import TermIndex
@@ -25,6 +24,7 @@ from needleforge.nemo.recheck import RECHECK_VERIFIER, distractor_scenes, rechec
 from needleforge.nemo.sources import Source, find_sources
 from needleforge.nemo.tables import index_tables
 from needleforge.nemo.targets import Target
+from needleforge.params import ExpandParams, NemoParams
 from needleforge.records import Montage, Question, Scene, Segment, Verification
 
 TERMS = ("cat", "cats", "tabby cat", "cat food", "category", "dog", "hot dog", "brick wall",

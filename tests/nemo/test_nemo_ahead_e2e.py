@@ -27,9 +27,9 @@ from PIL import Image
 from needleforge.backends import default_registry
 from needleforge.backends.embedded.verifier import LookingVerifier
 from needleforge.backends.embedded.writer import EmbeddedDescriber
-from needleforge.config import NemoParams, Params
 from needleforge.errors import MediaError
 from needleforge.nemo import GenerationResult, VideoKeyframes, build_probe, generate
+from needleforge.params import NemoParams, Params
 from needleforge.records import (
     Box,
     ObjectAttributes,
@@ -50,8 +50,8 @@ DURATIONS = (5.0, 3.0, 3.0, 3.0, 3.0, 3.0)
 LAYOUTS = {"b" * 64: (1, ("gravel.png", "brick.png", "hubble_deep_field.jpg", "moon.png")),
            "c" * 64: (3, ("brick.png", "moon.png", "gravel.png", "hubble_deep_field.jpg"))}
 PARAMS = NemoParams(short_min_s=16.5, short_max_s=17.0, min_negatives=2, min_scene_s=4.0,
-                    min_scene_tags=1, check_every_s=3.0, check_input_scale=1.5,
-                    check_instances=False)
+                    min_scene_tags=1,
+                    check={"every_s": 3.0, "input_scale": 1.5, "instances": False})
 
 
 def _video(folder: Path, sha: str) -> Video:

@@ -9,9 +9,9 @@ from needleforge.backends import Registry, default_registry
 from needleforge.backends.embedded.writer import EmbeddedDescriber, EmbeddedVerifier
 from needleforge.backends.writer_prompts import choose_template
 from needleforge.backends.writing import TargetView, WrittenNeedle
-from needleforge.config import NemoParams, ParamsError, parse_params
 from needleforge.errors import BackendError
 from needleforge.nemo import build_backends
+from needleforge.params import NemoParams, ParamsError, parse_params
 
 
 def test_registry_is_explicit_and_names_what_it_knows() -> None:

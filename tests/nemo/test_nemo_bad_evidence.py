@@ -17,10 +17,10 @@ import numpy as np
 from nemo_cases import make_video, params, tile
 
 from needleforge.backends.embedded.writer import EmbeddedDescriber, EmbeddedVerifier
-from needleforge.config import ObjectParams
 from needleforge.nemo import generate
 from needleforge.objects import build_objects, scene_tags
 from needleforge.objects.tracker import usable
+from needleforge.params import ObjectParams
 from needleforge.records import Box, Detection, ObjectTrack, Scene, SceneTag, TagScore
 
 GREY = np.full((36, 64, 3), 128, dtype=np.uint8)

@@ -128,7 +128,7 @@ def test_a_black_and_white_question_takes_no_negative_a_viewer_could_take_for_gr
         return [Keyframe(scene.start_s + 0.5, image)]
 
     result = generate(videos=[make_video()], scenes=scenes, tags=tags, objects=[],
-                      params=params(short_min_s=14.0, min_scene_tags=1, check_setup=False),
+                      params=params(short_min_s=14.0, min_scene_tags=1, check={"setup": False}),
                       describer=EmbeddedDescriber(), verifier=EmbeddedVerifier(),
                       keyframes=frames)
     [question] = [q for q in result.questions if q.target_scene_id == scenes[0].scene_id]

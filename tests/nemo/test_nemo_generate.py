@@ -119,7 +119,7 @@ def test_keyframes_reach_the_backends() -> None:
             self.views.append(len(view.keyframes))
             return super().write(view, needle_type=needle_type)
 
-    result = generate(**corpus().kwargs(), params=params(max_targets=1, check_setup=False),
+    result = generate(**corpus().kwargs(), params=params(max_targets=1, check={"setup": False}),
                       describer=Counting(), verifier=EmbeddedVerifier(), keyframes=frames)
     n_negatives = sum(s.role == "negative" for s in result.montages[0].segments)
     assert Counting.views == [1] and len(seen) == 1 + n_negatives

@@ -21,7 +21,6 @@ from needleforge.backends import default_registry
 from needleforge.backends.base import Detection, Keyframe, RGBImage
 from needleforge.backends.embedded.detector import EmbeddedDetector
 from needleforge.backends.embedded.writer import EmbeddedDescriber, EmbeddedVerifier
-from needleforge.config import NemoParams
 from needleforge.nemo import (
     GenerationResult,
     PlanSkip,
@@ -37,6 +36,7 @@ from needleforge.nemo.checks.negative_scan import Refusal
 from needleforge.nemo.checks.tiles import Tile, detect_tiled, tile_grid
 from needleforge.nemo.tables import index_tables
 from needleforge.nemo.targets import Target
+from needleforge.params import NemoParams
 from needleforge.records import Box, Montage, Scene
 
 
@@ -174,7 +174,7 @@ def test_probe_refuses_a_bad_threshold(upscaled: EmbeddedDetector) -> None:
 
 def test_probe_key_names_the_detector_options() -> None:
     plain = build_probe(NemoParams(), videos=[], registry=default_registry())
-    tuned = build_probe(NemoParams(check_detector_options={"nms_iou": 0.4}), videos=[],
+    tuned = build_probe(NemoParams(check={"detector_options": {"nms_iou": 0.4}}), videos=[],
                         registry=default_registry())
     assert plain is not None and tuned is not None
     assert '{"nms_iou": 0.4}' in tuned.key and plain.key != tuned.key
@@ -183,18 +183,17 @@ def test_probe_key_names_the_detector_options() -> None:
 
 
 def test_build_probe_is_off_when_the_params_say_so() -> None:
-    assert build_probe(NemoParams(check_negatives=False), videos=[],
+    assert build_probe(NemoParams(check={"negatives": False}), videos=[],
                        registry=default_registry()) is None
 
 
-@pytest.mark.parametrize(("field", "value"), [("check_every_s", 0), ("check_cols", 0),
-                                              ("check_min_score", 1.5),
-                                              ("check_overlap", 0.95),
-                                              ("check_instance_min_score", 0.0),
-                                              ("check_instance_min_score", 1.5)])
+@pytest.mark.parametrize(("field", "value"), [("every_s", 0), ("cols", 0), ("min_score", 1.5),
+                                              ("overlap", 0.95),
+                                              ("instance_min_score", 0.0),
+                                              ("instance_min_score", 1.5)])
 def test_bad_check_params_are_refused(field: str, value: float) -> None:
-    with pytest.raises(ValueError, match=field):
-        NemoParams(**{field: value})
+    with pytest.raises(ValueError, match=rf"check\.{field}"):
+        NemoParams(check={field: value})
 
 
 # --- stage 2 with a probe ---------------------------------------------------------------------

@@ -23,9 +23,9 @@ from PIL import Image
 
 from needleforge.backends import default_registry
 from needleforge.backends.embedded.writer import EmbeddedDescriber, EmbeddedVerifier
-from needleforge.config import NemoParams
 from needleforge.nemo import build_probe, generate
 from needleforge.nemo.targets import Target
+from needleforge.params import NemoParams
 from needleforge.records import (
     Box,
     ObjectAttributes,
@@ -111,7 +111,7 @@ def _tables(video: Video) -> tuple[list, list[SceneTag], list[ObjectTrack]]:  # 
 def test_the_check_keeps_a_missed_small_cat_out_of_the_cat_montage(video: Video) -> None:
     scenes, tags, objects = _tables(video)
     params = NemoParams(short_min_s=16.5, short_max_s=17.0, min_negatives=2, min_scene_s=4.0,
-                        min_scene_tags=1, check_every_s=1.0, check_input_scale=1.5)
+                        min_scene_tags=1, check={"every_s": 1.0, "input_scale": 1.5})
     probe = build_probe(params, videos=[video], registry=default_registry())
     assert probe is not None
     with probe:
@@ -146,7 +146,7 @@ def test_the_instance_check_finds_the_cat_the_detector_misses(tiny_video: Video)
     target = Target("object", scenes[0], objects[0])
     params = NemoParams(short_min_s=16.5, short_max_s=17.0, min_negatives=2, min_scene_tags=1,
                         min_scene_s=4.0)  # the default check: a frame a second, 2x input
-    label_only = build_probe(params.model_copy(update={"check_instances": False}),
+    label_only = build_probe(params.with_check(instances=False),
                              videos=[tiny_video], registry=default_registry())
     assert label_only is not None and label_only.instances is None
     with label_only:

@@ -15,7 +15,6 @@ from hypothesis import strategies as st
 from nemo_cases import make_tag, make_track, make_video, params, tile
 
 from needleforge.backends.embedded.writer import EmbeddedDescriber, EmbeddedVerifier
-from needleforge.config import NemoParams
 from needleforge.nemo import (
     GenerationResult,
     Target,
@@ -23,6 +22,7 @@ from needleforge.nemo import (
     generate,
     index_tables,
 )
+from needleforge.params import NemoParams
 from needleforge.records import ObjectTrack, Scene, SceneTag
 from needleforge.records.phrases import holds
 

@@ -22,9 +22,9 @@ import pytest
 from nemo_cases import make_scene, make_video
 
 from needleforge.backends import default_registry
-from needleforge.config import NemoParams
 from needleforge.media.ffmpeg import ffmpeg_binary
 from needleforge.nemo import VideoKeyframes, build_backends, generate
+from needleforge.params import NemoParams
 from needleforge.records import Box, Scene
 from tests.backends.writer_cases import (
     PALETTE,

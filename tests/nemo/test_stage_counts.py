@@ -8,8 +8,8 @@ import expand_cases as ec
 from nemo_cases import corpus, params
 
 from needleforge.backends.embedded.writer import EmbeddedDescriber, EmbeddedVerifier
-from needleforge.config import ExpandParams
 from needleforge.nemo import expand, generate
+from needleforge.params import ExpandParams
 
 
 def _rises_to_its_total(seen: list[tuple[int, int]]) -> None:

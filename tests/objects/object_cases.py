@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from needleforge.config import ObjectParams
+from needleforge.params import ObjectParams
 from needleforge.records import Box, Detection
 
 

@@ -10,8 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from object_cases import det, params, timeline
 
-from needleforge.config import ObjectParams, Params, ParamsError, parse_params
 from needleforge.objects import build_objects, scene_tags
+from needleforge.params import ObjectParams, Params, ParamsError, parse_params
 from needleforge.records import Detection, ObjectTrack, TagScore
 from needleforge.records.phrases import UNTELLABLE_MARK
 

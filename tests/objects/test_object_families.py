@@ -10,7 +10,6 @@ from __future__ import annotations
 import pytest
 
 from needleforge.backends.embedded.labels import COCO_LABELS, IMAGENET_COARSE
-from needleforge.config import ObjectParams
 from needleforge.objects.families import (
     FAMILIES,
     VEHICLE,
@@ -20,6 +19,7 @@ from needleforge.objects.families import (
     settle_label,
 )
 from needleforge.objects.fragments import LabelEvidence
+from needleforge.params import ObjectParams
 from needleforge.records import TagScore
 
 GROUPS = ObjectParams().confusable_labels

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 from object_cases import det, params, timeline
 
-from needleforge.config import ObjectParams
 from needleforge.objects.fragments import MergeRules, family_of, merge_fragments
 from needleforge.objects.tracker import track_objects
+from needleforge.params import ObjectParams
 
 FAMILIES = (("bus", "car", "truck"),)
 
@@ -92,7 +92,7 @@ def test_a_frame_filling_box_is_no_evidence() -> None:
 
 
 def test_label_families_and_evidence_params_are_checked() -> None:
-    from needleforge.config import ParamsError, parse_params
+    from needleforge.params import ParamsError, parse_params
 
     assert parse_params({"objects": {"label_families": [["Car", " truck "]]}}).objects \
         .label_families == (("car", "truck"),)
@@ -187,7 +187,7 @@ def test_only_still_tracks_at_one_place_are_joined_across_a_long_gap() -> None:
 
 
 def test_confusable_params_are_checked() -> None:
-    from needleforge.config import ParamsError, parse_params
+    from needleforge.params import ParamsError, parse_params
 
     assert parse_params({"objects": {"confusable_labels": [["Cat", "dog"], ["dog", "fox"]]}}) \
         .objects.confusable_labels == (("cat", "dog"), ("dog", "fox"))

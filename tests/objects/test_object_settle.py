@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 from object_cases import det, params, timeline
 
-from needleforge.config import ObjectParams
 from needleforge.objects import build_objects
 from needleforge.objects.settle import crop, settle_tracks, spread
 from needleforge.objects.tracker import RawTrack, track_objects
+from needleforge.params import ObjectParams
 from needleforge.records import Box, TagScore
 
 H, W = 90, 160

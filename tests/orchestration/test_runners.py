@@ -15,7 +15,6 @@ from collections.abc import Iterator
 import pytest
 from prefect.task_runners import ThreadPoolTaskRunner
 
-from needleforge.config import ParamsError, RunnerParams, parse_params
 from needleforge.errors import ConfigError
 from needleforge.orchestration.runners import (
     add_runner_arguments,
@@ -24,6 +23,7 @@ from needleforge.orchestration.runners import (
     runner_from_args,
     runner_params,
 )
+from needleforge.params import ParamsError, RunnerParams, parse_params
 
 
 @pytest.fixture

@@ -22,8 +22,8 @@ from typing import Any
 
 from PIL import Image
 
-from needleforge.config import Params, load_params
 from needleforge.nemo import PlanSkip, Target, plan_short_montage
+from needleforge.params import Params, load_params
 from needleforge.records import (
     Authorization,
     Box,

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from needleforge.config import QualityParams
+from needleforge.params import QualityParams
 from needleforge.quality import run_gate
 from needleforge.quality.bias import (
     BIAS_COLUMNS,

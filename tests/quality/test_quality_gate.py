@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from needleforge.config import QualityParams
+from needleforge.params import QualityParams
 from needleforge.quality import GateResult, run_gate, validate
 from needleforge.quality.gate import GATE_STEPS, SUITE_NAMES
 from needleforge.quality.suites import SUITES

@@ -17,8 +17,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from needleforge.config import Params, ParamsError, QualityParams, parse_params
 from needleforge.errors import StoreError
+from needleforge.params import Params, ParamsError, QualityParams, parse_params
 from needleforge.quality import Failure, GateResult, QualityError, SuiteOutcome, run_gate
 from needleforge.quality.context import render_config
 from needleforge.quality.dataframes import store_frames

@@ -14,7 +14,7 @@ import random
 from pathlib import Path
 from typing import Any, get_args
 
-from needleforge.config import VNBenchTask
+from needleforge.params import VNBenchTask
 from needleforge.release.exports import write_exports
 from needleforge.release.file_io import write_jsonl, write_questions_parquet
 from needleforge.release.readme import write_readme

@@ -17,7 +17,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from needleforge.config import Params, QualityParams
+from needleforge.params import Params, QualityParams
 from needleforge.records import (
     Authorization,
     Box,

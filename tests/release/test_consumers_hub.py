@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 import yaml
 
-from needleforge.config import Params
 from needleforge.errors import ReleaseError
+from needleforge.params import Params
 from needleforge.release import build_release
 from tests.release.consumer_cases import vnbench_choice_records
 from tests.release.release_cases import VA, make_store

@@ -23,8 +23,8 @@ from typing import Any, get_args
 import pytest
 import yaml
 
-from needleforge.config import VNBenchTask
 from needleforge.evaluate import Prediction, load_questions, score
+from needleforge.params import VNBenchTask
 from tests.release.consumer_cases import grounding_records, vnbench_choice_records, write_release
 
 TASK = "needleforge_demo"

@@ -20,8 +20,8 @@ import pytest
 from typer.testing import CliRunner
 
 from needleforge.cli import app
-from needleforge.config import Params
 from needleforge.errors import ReleaseError
+from needleforge.params import Params
 from needleforge.release import build_release, load_release, publish, pull
 from tests.release.release_cases import make_store
 

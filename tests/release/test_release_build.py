@@ -11,10 +11,10 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from needleforge.config import Params, ReleaseParams
 from needleforge.errors import ReleaseError
 from needleforge.evaluate import GroundingQuestion, load_questions
 from needleforge.media.ffmpeg import find_ffmpeg
+from needleforge.params import Params, ReleaseParams
 from needleforge.release import ReleaseReport, build_release
 from needleforge.release import build as build_module
 from needleforge.release.build import RELEASE_STEPS

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from needleforge.config import ReleaseParams
+from needleforge.params import ReleaseParams
 from needleforge.records import Verification
 from needleforge.release import build_release, select_questions
 from needleforge.release.markup import Document, Paragraph, Section, Table, to_html, to_markdown

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from needleforge.config import Params
 from needleforge.errors import ReleaseError
 from needleforge.evaluate import ReleaseQuestion
+from needleforge.params import Params
 from needleforge.release import build_release, load_release, publish, pull
 from tests.release.release_cases import init_git_dvc, make_store
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from needleforge.config import ReleaseParams
+from needleforge.params import ReleaseParams
 from needleforge.records.human import HumanVerdict
 from needleforge.release import build_release
 from needleforge.release.human_review import decision, in_sample, wilson

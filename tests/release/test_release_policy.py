@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from needleforge.config import Params, ReleaseParams
 from needleforge.errors import ReleaseError
+from needleforge.params import Params, ReleaseParams
 from needleforge.release import build_release
 from needleforge.release.sources import read_earlier
 from needleforge.store import Store

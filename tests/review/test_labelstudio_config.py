@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from needleforge.config import ReviewParams
+from needleforge.params import ReviewParams
 from needleforge.review import build_items, choose_items, question_key
 from needleforge.review.labelstudio_project import ProjectTarget, video_url
 from needleforge.review.labelstudio_pull import annotation_verdict

@@ -9,8 +9,8 @@ import av.error
 import pytest
 from scene_clips import FPS, Clip, concat_clip
 
-from needleforge.config import SceneParams, parse_params
 from needleforge.errors import MediaError
+from needleforge.params import SceneParams, parse_params
 from needleforge.scenes import SceneDetection, check_tiling, detect_scenes
 from needleforge.scenes.detect import colourless_video
 

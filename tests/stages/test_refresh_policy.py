@@ -23,9 +23,9 @@ import pytest
 import yaml
 
 from flows.refresh import refresh_flow
-from needleforge.config import Params
 from needleforge.errors import RefreshError, ReleaseError
 from needleforge.orchestration.artifacts import RunSummary, gate_rows, summary_markdown
+from needleforge.params import Params
 from needleforge.quality.results import CheckOutcome, Failure, GateResult, SuiteOutcome
 from needleforge.records.failures import StageFailure
 from needleforge.release import history

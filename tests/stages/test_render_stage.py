@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from needleforge.config import RenderParams
 from needleforge.errors import MediaError
 from needleforge.media import probe
+from needleforge.params import RenderParams
 from needleforge.records import (
     Authorization,
     Montage,

@@ -18,8 +18,8 @@ import yaml
 from typer.testing import CliRunner
 
 from needleforge.cli import app
-from needleforge.config import IngestParams, Params
 from needleforge.ingest import ingest
+from needleforge.params import IngestParams, Params
 from needleforge.store import Store
 from tests.conftest import ffmpeg
 

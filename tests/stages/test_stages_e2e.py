@@ -46,7 +46,7 @@ def corpus_db(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
              "max_scene_s": 10}]},
         "scenes": {"backend": "opencv"},
         # the sample's lighter negative check (the default looks every second at 2x)
-        "nemo": {"check_every_s": 8.0, "check_input_scale": 1.5},
+        "nemo": {"check": {"every_s": 8.0, "input_scale": 1.5}},
     }))
     db = root / "db" / "nf.duckdb"
     for args in (["studio", "--out", str(root / "studio")],
@@ -247,7 +247,7 @@ def test_expand_and_vnbench_flows(corpus_db: tuple[Path, Path], tmp_path: Path) 
 def test_scan_jobs_migrate_an_older_store_and_skip_when_the_check_is_off(
     tmp_path: Path,
 ) -> None:
-    from needleforge.config import Params
+    from needleforge.params import Params
     from needleforge.stages.nemo import scan_jobs
     from tests.store.test_store import store_at_version
 
@@ -256,7 +256,7 @@ def test_scan_jobs_migrate_an_older_store_and_skip_when_the_check_is_off(
     assert scan_jobs(db=db, params=Params()) == []  # nothing ingested: nothing to scan
     with Store(db, read_only=True) as store:
         assert store.counts()["negative_scans"] == 0  # the v5 tables exist now
-    off = Params.model_validate({"nemo": {"check_negatives": False}})
+    off = Params.model_validate({"nemo": {"check": {"negatives": False}}})
     assert scan_jobs(db=db, params=off) == []
 
 
@@ -276,7 +276,7 @@ def test_stages_run_from_another_folder_find_everything(
             {"name": "tiny", "n_videos": 2, "video_duration_s": 45, "min_scene_s": 5,
              "max_scene_s": 10}]},
         "scenes": {"backend": "opencv"},
-        "nemo": {"check_negatives": False},
+        "nemo": {"check": {"negatives": False}},
     }))
     monkeypatch.chdir(first)
     for args in (["studio", "--out", "studio"],

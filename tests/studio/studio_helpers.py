@@ -10,7 +10,7 @@ import av
 import numpy as np
 import numpy.typing as npt
 
-from needleforge.config import ProgramParams, StudioParams
+from needleforge.params import ProgramParams, StudioParams
 
 Frames = npt.NDArray[np.uint8]
 

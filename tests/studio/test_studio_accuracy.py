@@ -18,9 +18,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from needleforge.backends import default_registry
-from needleforge.config import IngestParams, ObjectParams, ProgramParams, SceneParams, StudioParams
 from needleforge.errors import StudioError
 from needleforge.ingest import ingest
+from needleforge.params import IngestParams, ObjectParams, ProgramParams, SceneParams, StudioParams
 from needleforge.records import (
     Box,
     ObjectAttributes,

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from studio_helpers import file_hashes, tiny_params
 
-from needleforge.config import ParamsError, ProgramParams, StudioParams, parse_params
 from needleforge.errors import ConfigError, StudioError
+from needleforge.params import ParamsError, ProgramParams, StudioParams, parse_params
 from needleforge.studio import StudioReport, build_studio
 from needleforge.studio.assets import REAL_CLIPS, PackageFile, asset_path, locate
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from needleforge.config import VNBenchParams
+from needleforge.params import VNBenchParams
 from needleforge.records import Video
 from needleforge.vnbench import VNBenchResult, build_vnbench
 from tests.vnbench.vnbench_cases import PROFILE, HistogramEmbedder, lavfi_source, video_record

@@ -61,7 +61,7 @@ def test_exports_round_trip_through_files(vnb_result: VNBenchResult, tmp_path: P
 def test_every_task_has_a_suite_and_the_official_nine_are_the_configs() -> None:
     from typing import get_args
 
-    from needleforge.config import VNBenchTask
+    from needleforge.params import VNBenchTask
     from needleforge.vnbench import suite_of
     from needleforge.vnbench.subtasks import ACT_SUBTASKS, LONG_SUBTASKS, SUBTASKS
 

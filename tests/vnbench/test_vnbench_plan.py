@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from needleforge.config import VNBenchParams
+from needleforge.params import VNBenchParams
 from needleforge.records import Authorization, MediaInfo, Video, video_id_for
 from needleforge.vnbench.assets import ImageSet
 from needleforge.vnbench.clips import ClipSet

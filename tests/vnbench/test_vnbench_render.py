@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from needleforge.config import VNBenchParams
+from needleforge.params import VNBenchParams
 from needleforge.records import Video
 from needleforge.vnbench import VNBenchResult, VNBenchSample, build_vnbench
 from needleforge.vnbench.clip_seconds import decode_file

@@ -22,10 +22,10 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from needleforge.config import VNBenchParams
 from needleforge.media.cache import ClipSpec, SceneClipCache
 from needleforge.media.ffmpeg import ffmpeg_binary
 from needleforge.media.gop import CopyRun, GopSource, open_gop_source
+from needleforge.params import VNBenchParams
 from needleforge.vnbench import VNBenchResult, VNBenchSample
 from needleforge.vnbench.clip_seconds import decode_file
 from needleforge.vnbench.pictures import still_frame

@@ -17,9 +17,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from needleforge.config import VNBenchParams
 from needleforge.media.gop import CopyRun, GopRefusal, GopSource, PieceCodec
 from needleforge.media.h264 import AvcConfig, annexb_units, nal_units, param_set_id
+from needleforge.params import VNBenchParams
 from needleforge.vnbench.plan import edit_seconds, insert_points, place
 from needleforge.vnbench.records import Haystack, Method, Needle, VNBenchSample
 from needleforge.vnbench.splice import (

@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 
-from needleforge.config import ParamsError, VNBenchParams, parse_params
 from needleforge.media.cache import ClipSpec, SceneClipCache
+from needleforge.params import ParamsError, VNBenchParams, parse_params
 from needleforge.records import Video
 from needleforge.vnbench import VNBenchResult, build_vnbench
 from needleforge.vnbench.clip_seconds import decode_file

@@ -16,8 +16,8 @@ import numpy as np
 
 from needleforge.backends.base import RGBImage
 from needleforge.backends.embedding import Embeddings, normalize_rows
-from needleforge.config import RenderParams
 from needleforge.media import probe
+from needleforge.params import RenderParams
 from needleforge.records import Authorization, Video, video_id_for
 from needleforge.vnbench.records import VNBenchSample
 from tests.conftest import ffmpeg

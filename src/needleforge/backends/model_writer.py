@@ -50,8 +50,8 @@ from needleforge.backends.writing import (
     VerifyRequest,
     WrittenNeedle,
 )
-from needleforge.config import DEFAULT_ABSTRACT_LABELS
 from needleforge.errors import BackendError, NeedleforgeError
+from needleforge.params import DEFAULT_ABSTRACT_LABELS
 from needleforge.records import NeedleType, ObjectTrack
 from needleforge.records.phrases import normalize
 

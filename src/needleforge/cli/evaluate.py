@@ -15,7 +15,7 @@ import typer
 from rich.console import Console
 
 from needleforge.cli.support import user_errors
-from needleforge.config import PARAMS_HELP, resolve_params
+from needleforge.params import PARAMS_HELP, resolve_params
 from needleforge.runtime.progress import StageProgress
 
 console = Console()

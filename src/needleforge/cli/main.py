@@ -27,7 +27,7 @@ from needleforge.cli.support import (
     rejection_table,
     user_errors,
 )
-from needleforge.config import DEFAULT_DB, PARAMS_HELP, Params, resolve_params
+from needleforge.params import DEFAULT_DB, PARAMS_HELP, Params, resolve_params
 from needleforge.runtime.progress import StageProgress
 
 app = typer.Typer(
@@ -51,7 +51,7 @@ _user_errors = user_errors
 
 
 def _params(path: Path | None) -> Params:
-    """``--params`` read by the one rule of :func:`~needleforge.config.resolve_params`."""
+    """``--params`` read by the one rule of :func:`~needleforge.params.resolve_params`."""
     return resolve_params(path)
 
 

@@ -17,7 +17,7 @@ import typer
 from rich.console import Console
 
 from needleforge.cli.support import user_errors
-from needleforge.config import DEFAULT_DB, PARAMS_HELP, resolve_params
+from needleforge.params import DEFAULT_DB, PARAMS_HELP, resolve_params
 
 console = Console()
 err_console = Console(stderr=True)

@@ -15,8 +15,8 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any, NoReturn, get_args
 
-from needleforge.config import VNBenchTask
 from needleforge.errors import EvaluationError
+from needleforge.params import VNBenchTask
 from needleforge.records.questions import (
     LETTERS,
     N_OPTIONS,

@@ -25,12 +25,12 @@ from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from needleforge.config import IngestParams
 from needleforge.errors import ProbeError
 from needleforge.ingest.media_store import LinkMode, place, sha256_file
 from needleforge.ingest.source_manifest import ManifestRow, RowProblem, read_manifest
 from needleforge.media.outputs import writing
 from needleforge.media.probe import probe
+from needleforge.params import IngestParams
 from needleforge.records import IngestRejection, RejectionReason, Video, video_id_for
 
 _PROBE_REASONS: dict[str, RejectionReason] = {

@@ -42,10 +42,10 @@ from pathlib import Path
 
 import av
 
-from needleforge.config import RenderParams
 from needleforge.errors import MediaError, OutputError
 from needleforge.media.ffmpeg import ffmpeg_binary
 from needleforge.media.outputs import scratch_path
+from needleforge.params import RenderParams
 
 #: Bump when the encoding recipe changes, so old clips are not reused under new rules.
 CACHE_VERSION = 2

@@ -45,7 +45,6 @@ import ffmpeg
 import numpy as np
 import numpy.typing as npt
 
-from needleforge.config import RenderParams
 from needleforge.errors import MediaError
 from needleforge.media.cache import (
     AUD_BYTES,
@@ -61,6 +60,7 @@ from needleforge.media.cache import (
     run_ffmpeg_measured,
     video_encoder_options,
 )
+from needleforge.params import RenderParams
 
 RGBFrame = npt.NDArray[np.uint8]
 #: How far from a whole second a piece offset may be (float noise of ``src - scene start``).

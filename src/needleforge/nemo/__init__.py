@@ -15,7 +15,7 @@ Typical use (the CLI/flow does this and then writes the result to the store)::
 The describer/verifier protocols and their value types (``TargetView``, ``Verdict`` …) are
 backend types: import them from :mod:`needleforge.backends.writing`. ``keyframes`` may be left
 out when both backends read only the tables (``embedded``); ``probe`` (None when
-``check_negatives`` is off) re-checks object targets' negatives for the label with tiled
+``check.negatives`` is off) re-checks object targets' negatives for the label with tiled
 detection and should be closed after use. Importing this package registers
 nothing and loads no model.
 """

@@ -4,7 +4,7 @@ Seed 001 (Sec. 3.2.2 Stage 3, App. D.3–D.4) grows verified short montages into
 (150–900 s) and long (> 900 s) ones with more negatives, and turns single-needle questions
 with a target longer than six seconds into multi-needle ones. Here every output row is a
 **lane** — short/multi, medium/single, medium/multi, long/single, long/multi — with a cap
-per needle type (:class:`~needleforge.config.ExpandParams`). Lanes are filled one after
+per needle type (:class:`~needleforge.params.ExpandParams`). Lanes are filled one after
 another; a source (a verified short question, :mod:`~needleforge.nemo.sources`) can be
 used once per lane, so one short question may yield a medium and a long copy.
 
@@ -47,7 +47,6 @@ import dataclasses
 import functools
 from collections.abc import Iterable, Sequence
 
-from needleforge.config import CellCaps, ExpandParams, NemoParams
 from needleforge.nemo.checks.negative_scan import (
     ExpectsTargets,
     NegativeProbe,
@@ -75,6 +74,7 @@ from needleforge.nemo.pool import ScenePool, TermIndex
 from needleforge.nemo.recheck import recheck
 from needleforge.nemo.sources import Source, find_sources
 from needleforge.nemo.tables import index_tables
+from needleforge.params import CellCaps, ExpandParams, NemoParams
 from needleforge.records import (
     Bucket,
     Montage,

@@ -60,7 +60,6 @@ from needleforge.backends.writing import (
     Verifier,
     VerifyRequest,
 )
-from needleforge.config import NemoParams
 from needleforge.errors import NemoError
 from needleforge.nemo.acceptor import RejectedNegative, negative_acceptor
 from needleforge.nemo.ahead import Workers, default_workers
@@ -70,6 +69,7 @@ from needleforge.nemo.negatives import crowded_terms, excluded_terms, select_neg
 from needleforge.nemo.plan import PlanSkip, plan_short_montage, question_id_for
 from needleforge.nemo.tables import SceneTables, index_tables
 from needleforge.nemo.targets import Target, select_targets
+from needleforge.params import NemoParams
 from needleforge.records import (
     Montage,
     NeedleType,
@@ -248,7 +248,7 @@ def generate(
     """
     tables = index_tables(scenes, tags=tags, objects=objects,
                           video_ids=[v.video_id for v in videos])
-    setup = SetupMatcher() if keyframes is not None and params.check_setup else None
+    setup = SetupMatcher() if keyframes is not None and params.check.setup else None
     backends = _Backends(describer, verifier, keyframes, probe, setup)
     targets = select_targets(tables, params=params)
     rejected: list[RejectedNegative] = []
@@ -352,7 +352,7 @@ def _plan_one(
                         f"needle for {target.needle_type} target {target.target_id}")
     text = f"{written.description}\n{written.question}"
     excluded = excluded_terms(target, tables, text=text)
-    attire = described_attire(text, excluded) if params.check_attire else {}
+    attire = described_attire(text, excluded) if params.check.attire else {}
     negatives = [scene for scene in select_negatives(
         target, tables, params=params, rng=rng, excluded=excluded, attire=attire)
         if scene.scene_id not in without]

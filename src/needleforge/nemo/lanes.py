@@ -17,9 +17,9 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Sequence
 
-from needleforge.config import CellCaps, ExpandParams
 from needleforge.nemo.grow import Lane, PlanContext, compatible
 from needleforge.nemo.sources import Source
+from needleforge.params import CellCaps, ExpandParams
 from needleforge.records import NeedleType
 from needleforge.records.questions import SHORT_MAX_S
 

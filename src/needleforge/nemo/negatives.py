@@ -40,9 +40,9 @@ from __future__ import annotations
 import random
 from collections.abc import Mapping, Sequence
 
-from needleforge.config import NemoParams
 from needleforge.nemo.tables import SceneTables
 from needleforge.nemo.targets import Target
+from needleforge.params import NemoParams
 from needleforge.records import ObjectTrack, Scene, SceneTag
 from needleforge.records.attire import could_be
 from needleforge.records.phrases import (

@@ -33,9 +33,9 @@ import json
 import random
 from collections.abc import Callable, Sequence
 
-from needleforge.config import NemoParams
 from needleforge.nemo.multi import time_gaps
 from needleforge.nemo.targets import Target
+from needleforge.params import NemoParams
 from needleforge.records import Montage, NeedleType, Role, Scene, Segment, bucket_for
 
 

@@ -18,10 +18,10 @@ import dataclasses
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 
-from needleforge.config import NemoParams
 from needleforge.nemo.negatives import excluded_terms
 from needleforge.nemo.tables import SceneTables
 from needleforge.nemo.targets import Target
+from needleforge.params import NemoParams
 from needleforge.records import Montage, NeedleType, Question, Scene, Verification
 from needleforge.records.phrases import holds, named_terms
 

@@ -18,8 +18,8 @@ import dataclasses
 import math
 import random
 
-from needleforge.config import NemoParams
 from needleforge.nemo.tables import SceneTables
+from needleforge.params import NemoParams
 from needleforge.records import NeedleType, ObjectTrack, Scene
 from needleforge.records.phrases import normalize, ranked_tags
 

@@ -14,11 +14,11 @@ from collections.abc import Sequence
 import numpy as np
 import numpy.typing as npt
 
-from needleforge.config import ObjectParams
 from needleforge.objects.attributes import dominant_colour, position_name, size_ranks
 from needleforge.objects.expressions import referring_expressions
 from needleforge.objects.settle import CropTagger, settle_tracks
 from needleforge.objects.tracker import TIME_EPS, track_objects
+from needleforge.params import ObjectParams
 from needleforge.records import Detection, ObjectAttributes, ObjectTrack, TagScore, object_id_for
 
 

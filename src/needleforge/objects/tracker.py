@@ -33,8 +33,8 @@ import math
 from collections.abc import Sequence
 from statistics import fmean
 
-from needleforge.config import ObjectParams
 from needleforge.objects.fragments import LabelEvidence, MergeRules, merge_fragments
+from needleforge.params import ObjectParams
 from needleforge.records import Box, Detection, TimedBox
 
 #: Tolerance on times (seconds): keyframe timestamps come from float arithmetic.

@@ -24,8 +24,8 @@ import re
 import socket
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from needleforge.config import RunnerParams
 from needleforge.errors import ConfigError
+from needleforge.params import RunnerParams
 
 if TYPE_CHECKING:
     from prefect.task_runners import TaskRunner

@@ -23,7 +23,7 @@ from needleforge.store import Store
 if TYPE_CHECKING:
     import pandas as pd
 
-    from needleforge.config import QualityParams
+    from needleforge.params import QualityParams
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

@@ -20,7 +20,7 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from needleforge.config import QualityParams
+from needleforge.params import QualityParams
 from needleforge.quality.results import Failure, GateResult, QualityError, SuiteOutcome
 from needleforge.runtime.progress import OnCount, Steps
 

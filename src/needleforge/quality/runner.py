@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     )
     from great_expectations.datasource.fluent.pandas_datasource import PandasDatasource
 
-    from needleforge.config import QualityParams
+    from needleforge.params import QualityParams
     from needleforge.quality.suites import SuiteSpec
 
 DATASOURCE = "needleforge"

@@ -5,7 +5,7 @@ DataFrame of the same name (:mod:`needleforge.quality.dataframes`,
 :mod:`needleforge.quality.release_frame`). Every expectation carries a stable ``check`` name in
 its ``meta`` (what a :class:`~needleforge.quality.results.Failure` reports and tests match)
 and ``notes`` saying why the rule exists (Data Docs render them beside the expectation).
-Thresholds come from :class:`~needleforge.config.QualityParams`, so Data Docs show the values
+Thresholds come from :class:`~needleforge.params.QualityParams`, so Data Docs show the values
 actually enforced.
 """
 
@@ -52,7 +52,7 @@ from great_expectations.expectations.core.expect_table_row_count_to_be_between i
 from great_expectations.expectations.expectation import Expectation
 from great_expectations.expectations.row_conditions import Column, Condition
 
-from needleforge.config import QualityParams
+from needleforge.params import QualityParams
 from needleforge.records.questions import (
     BUCKETS,
     FAMILIES,

@@ -1,6 +1,6 @@
 """Which questions a release ships, their answers, and their release records.
 
-A question ships when its verdicts passed (see :class:`~needleforge.config.ReleaseParams`);
+A question ships when its verdicts passed (see :class:`~needleforge.params.ReleaseParams`);
 its answer is derived from its montage plan, never stored: the target segments that belong to
 it (:func:`answer_spans`). Records are release question rows
 (:mod:`needleforge.records.questions`, the format the scorer reads) carrying the plan ids as

@@ -29,8 +29,8 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from needleforge.config import Params, ReleaseParams
 from needleforge.errors import ReleaseError
+from needleforge.params import Params, ReleaseParams
 from needleforge.quality.bias import audit_release
 from needleforge.quality.results import GateResult
 from needleforge.records import (

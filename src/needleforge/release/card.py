@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from needleforge.config import ReleaseParams
+from needleforge.params import ReleaseParams
 from needleforge.records import (
     Montage,
     ObjectTrack,

@@ -19,8 +19,8 @@ from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from needleforge.config import ReleaseParams
 from needleforge.errors import ReleaseError
+from needleforge.params import ReleaseParams
 from needleforge.records import Montage, Question, Verification, Video
 from needleforge.records.human import HumanVerdict
 from needleforge.release import sources as src

@@ -23,8 +23,8 @@ from pathlib import Path
 from typing import Any
 
 import needleforge
-from needleforge.config import Params
 from needleforge.errors import ReleaseError
+from needleforge.params import Params
 from needleforge.release.manifest import package_versions
 
 BUILD_FILE = "build.json"

@@ -24,8 +24,8 @@ from pathlib import Path
 from typing import Any
 
 import needleforge
-from needleforge.config import Params
 from needleforge.media.ffmpeg import find_ffmpeg
+from needleforge.params import Params
 from needleforge.records import Montage, ObjectTrack, Question, SceneTag, Verification
 from needleforge.release.file_io import list_files, sha256_file
 

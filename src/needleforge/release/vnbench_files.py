@@ -24,8 +24,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, get_args
 
-from needleforge.config import VNBenchTask
 from needleforge.errors import ReleaseError
+from needleforge.params import VNBenchTask
 from needleforge.records.questions import N_TRIES
 from needleforge.release.file_io import write_json
 from needleforge.vnbench import VNBenchError, suite_of, vnbench_entry

@@ -19,9 +19,9 @@ import urllib.parse
 from pathlib import Path
 from typing import Any
 
+from needleforge.params import ReviewParams
 from needleforge.review.ls_client import LabelStudio, LabelStudioError
 from needleforge.review.ls_config import LABEL_CONFIG, config_differences
-from needleforge.review_params import ReviewParams
 
 URL_ENV = "LABEL_STUDIO_URL"
 TOKEN_ENV = "LABEL_STUDIO_API_KEY"

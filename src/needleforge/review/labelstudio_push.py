@@ -15,7 +15,7 @@ import dataclasses
 from collections.abc import Callable
 from pathlib import Path
 
-from needleforge.config import RenderParams
+from needleforge.params import RenderParams
 from needleforge.review.items import ReviewItem, build_items, choose_items
 from needleforge.review.labelstudio_project import (
     ProjectTarget,

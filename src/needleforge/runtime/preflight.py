@@ -26,7 +26,7 @@ import inspect
 from collections.abc import Mapping
 from typing import Any
 
-from needleforge.config import NemoParams, ObjectParams
+from needleforge.params import NemoParams, ObjectParams
 
 
 def check_objects(objects: ObjectParams) -> None:

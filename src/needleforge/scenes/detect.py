@@ -20,9 +20,9 @@ from typing import Any
 import av
 import numpy as np
 
-from needleforge.config import SceneParams
 from needleforge.errors import MediaError
 from needleforge.media.probe import probe
+from needleforge.params import SceneParams
 from needleforge.records import Scene
 from needleforge.scenes.palette import colourless
 from needleforge.scenes.tiling import TIME_DECIMALS, check_tiling, scenes_from_bounds, tile_cuts

@@ -12,11 +12,11 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
-from needleforge.config import Params
 from needleforge.errors import EvaluationError
 from needleforge.evaluate import Leaderboard, leaderboard, score_files
 from needleforge.evaluate.models import answer_models, answer_release
 from needleforge.evaluate.report import ScoreReport
+from needleforge.params import Params
 from needleforge.runtime.progress import OnCount
 
 

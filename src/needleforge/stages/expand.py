@@ -8,8 +8,8 @@ import dataclasses
 from pathlib import Path
 
 from needleforge.backends import default_registry
-from needleforge.config import Params
 from needleforge.nemo import ExpansionResult, Table2, benchmark_table, expand
+from needleforge.params import Params
 from needleforge.runtime.progress import OnCount
 from needleforge.stages.nemo import keep_scans, stored_probe
 from needleforge.store import Store
@@ -21,7 +21,7 @@ def expand_store(*, db: Path, params: Params,
 
     Stage 3 owns the medium/long montages and the short multi-needle ones it made: those
     are dropped and rewritten, so a rerun on the same store writes the same rows. With
-    ``nemo.check_negatives`` the new negatives of object montages are checked like stage 2's,
+    ``nemo.check.negatives`` the new negatives of object montages are checked like stage 2's,
     reusing the scans stage 2 stored. ``on_group(done, total)``: the montage groups of every
     lane as they are planned (:func:`~needleforge.nemo.expand.expand`).
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from needleforge.config import Params
 from needleforge.ingest import IngestResult, ingest
+from needleforge.params import Params
 from needleforge.records.failures import StageFailure, from_rejection
 from needleforge.store import Store
 

@@ -11,7 +11,6 @@ from pathlib import Path
 
 from needleforge.backends import default_registry
 from needleforge.backends.registry import Registry
-from needleforge.config import Params
 from needleforge.nemo import (
     GenerationResult,
     VideoKeyframes,
@@ -23,6 +22,7 @@ from needleforge.nemo import (
 )
 from needleforge.nemo.checks.negative_scan import ProbeCost, TiledProbe
 from needleforge.nemo.video_keyframes import VERIFY_PER_SCENE
+from needleforge.params import Params
 from needleforge.records import Scene, SceneScan, Video
 from needleforge.runtime.progress import OnCount
 from needleforge.store import Store
@@ -41,7 +41,7 @@ def generate_store(*, db: Path, params: Params,
     """NeMo stage 2 into ``db``: targets, questions, negatives, short montages, verdicts.
 
     The short single-needle montages are replaced as a whole (one transaction), so a rerun
-    writes the same rows. With ``nemo.check_negatives`` each negative candidate of an object
+    writes the same rows. With ``nemo.check.negatives`` each negative candidate of an object
     target is searched for the target's label first (upscaled detection on denser frames);
     scans the store already holds for that check are reused and new ones are stored, even
     when generation fails. ``on_step(done, total)``: each target planned and verified

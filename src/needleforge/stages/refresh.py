@@ -30,9 +30,9 @@ from collections.abc import Collection, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from needleforge.config import Params, load_params
 from needleforge.errors import RefreshError
 from needleforge.ingest import read_manifest
+from needleforge.params import Params, load_params
 from needleforge.records.failures import StageFailure, summarize
 from needleforge.release.build import RELEASE_NAME_RE
 from needleforge.release.history import BuildInfo, Fingerprint, fingerprint, latest_release

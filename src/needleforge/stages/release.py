@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from needleforge.config import Params
+from needleforge.params import Params
 from needleforge.quality import GateResult, QualityError
 from needleforge.records.failures import StageFailure
 from needleforge.release import ReleaseReport, build_release

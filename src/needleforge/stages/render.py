@@ -31,11 +31,11 @@ from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from pathlib import Path
 from typing import TypeVar
 
-from needleforge.config import Params, RenderParams
 from needleforge.errors import MediaError
 from needleforge.media.cache import CACHE_VERSION, ClipResult, ClipSpec, SceneClipCache
 from needleforge.media.join import OFFSET_TOL_S, Piece, RenderedVideo, render_montage
 from needleforge.media.outputs import sweep_scratch, write_text_atomic, writing
+from needleforge.params import Params, RenderParams
 from needleforge.records import Montage, Scene, Video
 from needleforge.runtime.progress import OnCount, Steps
 from needleforge.store import Store

@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Literal
 
 from needleforge.backends import Registry, default_registry
-from needleforge.config import ObjectParams, Params, RunnerParams, SceneParams
 from needleforge.errors import NeedleforgeError
+from needleforge.params import ObjectParams, Params, RunnerParams, SceneParams
 from needleforge.records import Representation, Scene, Video
 from needleforge.records.failures import StageFailure, from_represent
 from needleforge.runtime.progress import OnCount

@@ -23,10 +23,10 @@ from typing import TypeVar
 from needleforge.backends import Detector, Keyframe, Registry, Tagger, TextReader
 from needleforge.backends.base import RGBImage
 from needleforge.backends.embedded.pose import EmbeddedPose
-from needleforge.config import ObjectParams, SceneParams
 from needleforge.errors import BackendError, MediaError, SubtitleError
 from needleforge.objects import build_objects, scene_tags
 from needleforge.objects.tracker import usable
+from needleforge.params import ObjectParams, SceneParams
 from needleforge.records import (
     Detection,
     ObjectTrack,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from needleforge.config import Params
+from needleforge.params import Params
 from needleforge.quality import (
     GateResult,
     QualityError,

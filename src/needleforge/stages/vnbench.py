@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from needleforge.config import Params
+from needleforge.params import Params
 from needleforge.runtime.progress import OnCount
 from needleforge.store import Store
 from needleforge.vnbench.records import VNBenchResult

@@ -22,10 +22,10 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Literal, TypeAlias
 
-from needleforge.config import StudioParams
 from needleforge.errors import StudioError
 from needleforge.ingest.source_manifest import ManifestRow, write_manifest
 from needleforge.media.outputs import writing
+from needleforge.params import StudioParams
 from needleforge.records import Authorization
 from needleforge.studio.assets import (
     BACKDROPS,

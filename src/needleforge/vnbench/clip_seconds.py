@@ -19,9 +19,9 @@ import av
 import numpy as np
 
 from needleforge.backends.base import RGBImage
-from needleforge.config import RenderParams
 from needleforge.errors import MediaError
 from needleforge.media.cache import SELECT_EPS_S, normalize_filter, read_index, run_ffmpeg_measured
+from needleforge.params import RenderParams
 
 #: How far before a sampled instant the decoder seeks (as the clip cache does), so the frame
 #: on screen at that instant has been decoded.

@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from needleforge.backends.embedding import Embeddings, ImageEmbedder, max_similarity
-from needleforge.config import RenderParams
+from needleforge.params import RenderParams
 from needleforge.vnbench.assets import ImageSet, NeedleImage, load_rgb
 from needleforge.vnbench.clip_seconds import source_frames_at
 from needleforge.vnbench.records import Haystack, VNBenchError, VNBenchSkip

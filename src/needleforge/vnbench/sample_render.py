@@ -48,7 +48,6 @@ import ffmpeg
 import numpy as np
 
 from needleforge.backends.base import RGBImage
-from needleforge.config import RenderParams
 from needleforge.media.cache import (
     CACHE_VERSION,
     as_args,
@@ -61,6 +60,7 @@ from needleforge.media.cache import (
 from needleforge.media.gop import GopRefusal
 from needleforge.media.join import Piece, RenderedVideo, encode_piece, render_montage
 from needleforge.media.outputs import write_text_atomic
+from needleforge.params import RenderParams
 from needleforge.vnbench.clip_seconds import second_bytes
 from needleforge.vnbench.pictures import overlay_canvas, still_frame
 from needleforge.vnbench.records import Needle, VNBenchSample

@@ -52,7 +52,6 @@ import av
 import ffmpeg
 from av.video.reformatter import ColorRange, Colorspace
 
-from needleforge.config import RenderParams
 from needleforge.errors import MediaError
 from needleforge.media.cache import clip_frames, normalize_steps, run_ffmpeg_measured
 from needleforge.media.gop import (
@@ -69,6 +68,7 @@ from needleforge.media.gop import (
 from needleforge.media.h264 import FreshPiece, read_piece
 from needleforge.media.join import RenderedVideo
 from needleforge.media.outputs import scratch_path
+from needleforge.params import RenderParams
 from needleforge.vnbench.pictures import overlay_canvas, still_frame
 from needleforge.vnbench.records import Needle, VNBenchSample
 from needleforge.vnbench.text import TextStyle, drawtext_options, write_textfile

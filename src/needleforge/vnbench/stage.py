@@ -27,9 +27,9 @@ from pathlib import Path
 from typing import TypeAlias, TypeVar
 
 from needleforge.backends.embedding import ImageEmbedder
-from needleforge.config import RenderParams, VNBenchParams
 from needleforge.media.cache import ClipSpec, SceneClipCache
 from needleforge.media.outputs import sweep_scratch, writing
+from needleforge.params import RenderParams, VNBenchParams
 from needleforge.records import Video
 from needleforge.runtime.progress import OnCount, Steps
 from needleforge.vnbench.assets import (

@@ -63,7 +63,7 @@ from needleforge.backends.writing import (
     VerifyRequest,
     WrittenNeedle,
 )
-from needleforge.config import DEFAULT_ABSTRACT_LABELS
+from needleforge.params import DEFAULT_ABSTRACT_LABELS
 from needleforge.records import NeedleType, ObjectTrack
 from needleforge.records.attire import could_be
 from needleforge.records.phrases import (

@@ -18,8 +18,8 @@ from needleforge.backends.base import Keyframe, RGBImage
 from needleforge.backends.hf.model_dir import DType
 from needleforge.backends.model_writer import Ask, ModelDescriber, ModelVerifier
 from needleforge.backends.writer_prompts import PROMPT_REVISION, PROMPTS_VERSION
-from needleforge.config import DEFAULT_ABSTRACT_LABELS
 from needleforge.errors import BackendError
+from needleforge.params import DEFAULT_ABSTRACT_LABELS
 
 
 class VlmAsker(Protocol):

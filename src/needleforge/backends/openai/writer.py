@@ -41,8 +41,8 @@ from needleforge.backends.model_writer import (
 )
 from needleforge.backends.openai.client import ChatClient, PromptStyle, video_messages
 from needleforge.backends.writer_prompts import PROMPT_REVISION, PROMPTS_VERSION
-from needleforge.config import DEFAULT_ABSTRACT_LABELS
 from needleforge.errors import BackendError
+from needleforge.params import DEFAULT_ABSTRACT_LABELS
 
 __all__ = ["EndpointFailure", "FailureStreak", "OpenAIDescriber", "OpenAIVerifier"]
 

@@ -2,7 +2,7 @@
 
 :func:`build_probe` puts together the label check (:class:`~needleforge.nemo.checks.
 negative_scan.TiledProbe`: the detector and its options, the dense frames, the change gate,
-the pose check) and, with ``check_instances``, the instance check
+the pose check) and, with ``check.instances``, the instance check
 (:class:`~needleforge.nemo.checks.instance.InstanceMatcher`) on the same frames.
 :func:`scan_scenes` is one runner task of the generate flow: every scene of one video scanned
 before stage 2 plans.
@@ -14,92 +14,93 @@ import json
 from collections.abc import Callable, Iterable, Sequence
 
 from needleforge.backends.registry import Registry
-from needleforge.config import NemoParams
 from needleforge.nemo.ahead import WORKER_MODEL_THREADS
 from needleforge.nemo.checks.instance import InstanceMatcher
 from needleforge.nemo.checks.negative_scan import TiledProbe
 from needleforge.nemo.video_keyframes import VERIFY_PER_SCENE, VideoKeyframes
 from needleforge.objects.attributes import clothing_colour
+from needleforge.params import NegativeCheckParams, NemoParams
 from needleforge.records import Scene, SceneScan, Video
 
 
 def build_probe(
     params: NemoParams, *, videos: Sequence[Video], registry: Registry
 ) -> TiledProbe | None:
-    """The negative check ``params`` ask for (``check_*``), or None when it is off.
+    """The negative check ``params`` ask for (``params.check``), or None when it is off.
 
-    The detector is ``check_detector`` from ``registry`` with ``score_threshold =
-    check_min_score`` and, when its factory takes it, ``input_scale = check_input_scale``
-    (``check_detector_options`` override both); frames come from the videos' stored files, at
-    most ``check_every_s`` apart and at most ``check_max_side`` pixels on their longer side;
-    with ``check_pose``, the frames the verifier will be shown
+    The detector is ``check.detector`` from ``registry`` with ``score_threshold =
+    check.min_score`` and, when its factory takes it, ``input_scale = check.input_scale``
+    (``check.detector_options`` override both); frames come from the videos' stored files, at
+    most ``check.every_s`` apart and at most ``check.max_side`` pixels on their longer side;
+    with ``check.pose``, the frames the verifier will be shown
     (:data:`~needleforge.nemo.video_keyframes.VERIFY_PER_SCENE` a scene) get the pose check too.
-    With ``check_instances`` it also runs the instance check at ``check_instance_min_score``
+    With ``check.instances`` it also runs the instance check at ``check.instance_min_score``
     on the same frames. Use it as a context manager, or call ``close()``. Its
     :meth:`~TiledProbe.look_ahead` builds one more such probe (label check only) per worker.
 
     Raises:
         BackendError: an unknown detector, bad options, or a missing model file.
     """
-    if not params.check_negatives:
+    check = params.check
+    if not check.negatives:
         return None
     by_id = {v.video_id: v for v in videos}
 
     def worker() -> TiledProbe:
         # Label scans only (the instance check runs where the targets are).
-        return _build(params, by_id, registry, for_worker=True, instances=False)
+        return _build(check, by_id, registry, for_worker=True, instances=False)
 
-    return _build(params, by_id, registry, for_worker=False,
-                  instances=params.check_instances, worker=worker)
+    return _build(check, by_id, registry, for_worker=False, instances=check.instances,
+                  worker=worker)
 
 
-def _build(params: NemoParams, by_id: dict[str, Video], registry: Registry, *,
+def _build(check: NegativeCheckParams, by_id: dict[str, Video], registry: Registry, *,
            for_worker: bool, instances: bool,
            worker: Callable[[], TiledProbe] | None = None) -> TiledProbe:
     """:func:`build_probe`'s probe. ``for_worker``: a look-ahead worker's, its models on
     :data:`WORKER_MODEL_THREADS` (the workers are the parallelism; the detector's when its
-    factory takes ``num_threads`` and ``check_detector_options`` do not set it)."""
+    factory takes ``num_threads`` and ``check.detector_options`` do not set it)."""
     threads = WORKER_MODEL_THREADS if for_worker else None
-    options: dict[str, object] = {"score_threshold": params.check_min_score}
-    accepted = registry.accepts("detector", params.check_detector)
+    options: dict[str, object] = {"score_threshold": check.min_score}
+    accepted = registry.accepts("detector", check.detector)
     if "input_scale" in accepted:
-        options["input_scale"] = params.check_input_scale
+        options["input_scale"] = check.input_scale
     if for_worker and "num_threads" in accepted:
         options["num_threads"] = WORKER_MODEL_THREADS
-    detector = registry.create("detector", params.check_detector,
-                               **(options | dict(params.check_detector_options)))
+    detector = registry.create("detector", check.detector,
+                               **(options | dict(check.detector_options)))
     # Two scenes cached: the instance check looks at the scene the label scan just decoded.
     # With the pose check, the frames the verifier will be shown are decoded in the same pass
     # and looked at for people (pose only: cheap); the detector keeps to the dense frames.
-    frames = VideoKeyframes(by_id, per_scene=1, every_s=params.check_every_s,
-                            also_per_scene=VERIFY_PER_SCENE if params.check_pose else 0,
-                            max_side=params.check_max_side, max_cached=2)
+    frames = VideoKeyframes(by_id, per_scene=1, every_s=check.every_s,
+                            also_per_scene=VERIFY_PER_SCENE if check.pose else 0,
+                            max_side=check.max_side, max_cached=2)
     matcher = None
     if instances:
-        exact = VideoKeyframes(by_id, per_scene=1, max_side=params.check_max_side,
+        exact = VideoKeyframes(by_id, per_scene=1, max_side=check.max_side,
                                max_open=2, max_cached=1)
         # The instance check keeps to the dense frames (the extra ones are for people).
         matcher = InstanceMatcher(frames.without_extra, exact.frame_at,
-                                  min_score=params.check_instance_min_score,
-                                  search=params.check_instance_search,
-                                  changed_only=params.check_changed_only,
+                                  min_score=check.instance_min_score,
+                                  search=check.instance_search,
+                                  changed_only=check.changed_only,
                                   frames_spec=frames.spec_without_extra, on_close=exact.close,
                                   stream=frames.stream_without_extra)
-    extra = dict(params.check_detector_options)
+    extra = dict(check.detector_options)
     spec = f"{detector.name}@{detector.version}" + (f" {json.dumps(extra, sort_keys=True)}"
                                                     if extra else "")
     pose = None
-    if params.check_pose:
+    if check.pose:
         from needleforge.backends.embedded.pose import EmbeddedPose  # a model: load lazily
 
         pose = (EmbeddedPose() if threads is None else EmbeddedPose(num_threads=threads)
                 ).keypoint_scores
-    return TiledProbe(detector, frames, cols=params.check_cols, rows=params.check_rows,
-                      overlap=params.check_overlap, min_score=params.check_min_score,
+    return TiledProbe(detector, frames, cols=check.cols, rows=check.rows,
+                      overlap=check.overlap, min_score=check.min_score,
                       detector_spec=spec, instances=matcher, pose=pose,
                       pose_only=frames.extra_times if pose is not None else None,
-                      worker=worker, gate=params.check_changed_only,
-                      attire=clothing_colour if params.check_attire else None)
+                      worker=worker, gate=check.changed_only,
+                      attire=clothing_colour if check.attire else None)
 
 
 def scan_scenes(
@@ -110,7 +111,7 @@ def scan_scenes(
     planning; scenes in ``known`` (earlier scans of the same probe) are skipped. One call is
     one unit of work for a runner: it opens one video and builds its own detector.
 
-    Returns the new scans ([] when ``check_negatives`` is off).
+    Returns the new scans ([] when ``check.negatives`` is off).
 
     Raises:
         ValueError: a scene of another video. MediaError, BackendError: as :meth:`TiledProbe.scan`.

@@ -23,7 +23,7 @@ searched for every target expected to ask about it too, one
 :class:`~needleforge.nemo.checks.template_search.FramePyramid` a frame; their scans wait,
 unstored, until asked (expand tells the probe ahead which targets will ask about which
 scenes: :meth:`~needleforge.nemo.checks.negative_scan.TiledProbe.expect`). **Changed parts
-only** (``changed_only``, the ``check_changed_only`` of the label check): a scene's first
+only** (``changed_only``, the ``check.changed_only`` of the label check): a scene's first
 frame is searched whole, a later one only in windows overlapping what changed since
 (:class:`~needleforge.nemo.checks.change_gate.ChangeGate`), and not at all when nothing did.
 

@@ -19,7 +19,7 @@ only costs one negative. Detections of every label are computed once per scene a
 so a scene serving as a negative of many montages is looked at once; the cost is paid only
 for scenes that object montages would actually take.
 :func:`~needleforge.nemo.checks.build.build_probe` builds it from the ``nemo`` params
-(``check_*``).
+(``check``).
 
 **Scans are kept.** What the probe saw in a scene (frames looked at, best sighting per label)
 is a :class:`SceneScan` under the probe's :attr:`~TiledProbe.key` (detector, version, input
@@ -33,7 +33,7 @@ on its runner).
 scans run on worker threads, each with a probe of its own, and :meth:`TiledProbe.scan` takes
 them in the order planning asks, so the scans kept are those a serial run would have made.
 
-**The instance check** (:mod:`~needleforge.nemo.checks.instance`, ``check_instances``) rides on the
+**The instance check** (:mod:`~needleforge.nemo.checks.instance`, ``check.instances``) rides on the
 same probe: where the label is not seen, :meth:`TiledProbe.evidence` also searches the scene
 for the target object's own pixels, which finds the small same-object appearances the
 detector misses. Its scans (one per target and scene) are stored in the same tables under

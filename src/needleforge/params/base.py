@@ -1,8 +1,7 @@
 """The base of every ``params.yaml`` section model: unknown keys are errors, values frozen.
 
-A leaf module, so section models can live beside the stage they configure
-(:mod:`needleforge.expand_params`) and still be gathered by :mod:`needleforge.config`;
-also where a params file's path values are anchored to its folder (:func:`anchor_paths`).
+Every section module of the package builds on it; also where a params file's path values
+are anchored to its folder (:func:`anchor_paths`).
 """
 
 from __future__ import annotations

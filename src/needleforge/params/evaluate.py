@@ -1,7 +1,6 @@
-"""Parameters of evaluation (``evaluate:`` in ``params.yaml``): what the models see.
+"""``evaluate:`` of ``params.yaml``: what the models under evaluation see.
 
-Split out of :mod:`needleforge.config`, which re-exports every name here. Read by
-``needleforge evaluate`` (``--max-frames`` overrides it) and by the evaluate flow
+Read by ``needleforge evaluate`` (``--max-frames`` overrides it) and by the evaluate flow
 (``flows/evaluate.py``), so both answer a release with the same frames.
 """
 
@@ -11,7 +10,7 @@ from typing import Annotated
 
 from pydantic import Field
 
-from needleforge.params_base import ParamsSection as _Section
+from needleforge.params.base import ParamsSection as _Section
 
 
 class EvaluateParams(_Section):

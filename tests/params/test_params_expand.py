@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from needleforge.config import ExpandParams, Params, ParamsError, parse_params
+from needleforge.params import ExpandParams, Params, ParamsError, parse_params
 
 
 def test_defaults_follow_the_paper() -> None:

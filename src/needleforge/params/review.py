@@ -1,7 +1,6 @@
-"""Parameters of a Label Studio review round (``review:`` in ``params.yaml``).
+"""``review:`` of ``params.yaml``: a Label Studio review round.
 
-Split out of :mod:`needleforge.config`, which re-exports every name here. Read by
-``needleforge review --to/--from label-studio``; its flags win, then the environment
+Read by ``needleforge review --to/--from label-studio``; its flags win, then the environment
 (``LABEL_STUDIO_URL``, ``LOCAL_FILES_DOCUMENT_ROOT``), then these. The API token is never a
 parameter (params files are committed): it comes from ``LABEL_STUDIO_API_KEY`` or
 ``--ls-token``.
@@ -13,7 +12,7 @@ from typing import Annotated
 
 from pydantic import Field
 
-from needleforge.params_base import ParamsSection as _Section
+from needleforge.params.base import ParamsSection as _Section
 
 
 class ReviewParams(_Section):

@@ -1,7 +1,4 @@
-"""Parameters of the objects step (``objects:`` in ``params.yaml``): models, tracking, evidence.
-
-Split out of :mod:`needleforge.config`, which re-exports every name here.
-"""
+"""``objects:`` of ``params.yaml``: the objects step's models, tracking and evidence."""
 
 from __future__ import annotations
 
@@ -9,7 +6,7 @@ from typing import Annotated
 
 from pydantic import Field, field_validator
 
-from needleforge.params_base import ParamsSection as _Section
+from needleforge.params.base import ParamsSection as _Section
 
 #: Labels one object may get on different keyframes: the COCO detector calls one van "car"
 #: on one frame and "truck" on the next. Fragments of one object are merged across a family.

@@ -1,7 +1,4 @@
-"""Parameters of NeMo stage 3 (``expand:`` in ``params.yaml``): buckets, caps, multi-needle.
-
-Split out of :mod:`needleforge.config`, which re-exports every name here.
-"""
+"""``expand:`` of ``params.yaml``: NeMo stage 3's buckets, caps and multi-needle questions."""
 
 from __future__ import annotations
 
@@ -10,7 +7,7 @@ from typing import Annotated
 
 from pydantic import Field, model_validator
 
-from needleforge.params_base import ParamsSection as _Section
+from needleforge.params.base import ParamsSection as _Section
 from needleforge.records.questions import LONG_MIN_S, SHORT_MAX_S
 
 

@@ -1,6 +1,6 @@
 """params.yaml validation: unknown keys are named, bad values explained; one owner of defaults
-(config.py), params.yaml holding only the sample's deliberate differences, and one rule for a
-run given no params file, shared by the CLI and every flow."""
+(the models of needleforge.params), params.yaml holding only the sample's deliberate
+differences, and one rule for a run given no params file, shared by the CLI and every flow."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import yaml
 from pydantic import BaseModel
 from typer.testing import CliRunner
 
-from needleforge.config import (
+from needleforge.params import (
     EvaluateParams,
     Params,
     ParamsError,
@@ -23,7 +23,7 @@ from needleforge.config import (
     resolve_params,
 )
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 PARAMS_FILE = ROOT / "params.yaml"
 
 #: Every key the sample recipe (params.yaml) sets, each a deliberate difference from the
@@ -98,13 +98,13 @@ def test_defaults_and_repo_params_file_validate() -> None:
 
 
 def test_params_yaml_holds_only_documented_differences_from_the_defaults() -> None:
-    """No default is restated (config.py owns them all), every key is known, and the keys
+    """No default is restated (the models own them all), every key is known, and the keys
     set are exactly SAMPLE_OVERRIDES."""
     raw = _raw_params()
     parsed = resolve_params(PARAMS_FILE)  # unknown keys would raise ParamsError, naming them
     found = _overrides(raw, parsed, dict(Params()))
     restated = sorted(k for k, differs in found.items() if not differs)
-    assert not restated, f"params.yaml restates defaults of config.py: {restated}"
+    assert not restated, f"params.yaml restates defaults of the models: {restated}"
     assert set(found) == SAMPLE_OVERRIDES, (
         f"new overrides: {sorted(set(found) - SAMPLE_OVERRIDES)}; "
         f"gone: {sorted(SAMPLE_OVERRIDES - set(found))}")
@@ -241,7 +241,7 @@ def test_bad_evaluate_params_are_named(tmp_path: Path, text: str, message: str) 
         ({"ingset": {}}, "unknown key 'ingset'"),
         ({"ingest": {"link_mod": "copy"}}, "unknown key 'ingest.link_mod'"),
         ({"ingest": {"link_mode": "teleport"}}, "ingest.link_mode"),
-        ({"nemo": {"check_instance_search": "fast"}}, "nemo.check_instance_search"),
+        ({"nemo": {"check": {"instance_search": "fast"}}}, "nemo.check.instance_search"),
         ({"studio": {"programs": [{"name": "a", "colour": 1}]}},
          "unknown key 'studio.programs.0.colour'"),
         ({"studio": {"programs": [{"name": "a", "min_scene_s": 9, "max_scene_s": 3}]}},
