@@ -159,10 +159,29 @@ print(json.dumps(out))
 """
 
 
+def _iou(a: list[float], b: list[float]) -> float:
+    """The IoU of two output rows' boxes (row: image, label, score, x0, y0, x1, y1)."""
+    w = min(a[5], b[5]) - max(a[3], b[3])
+    h = min(a[6], b[6]) - max(a[4], b[4])
+    inter = max(w, 0.0) * max(h, 0.0)
+    union = (a[5] - a[3]) * (a[6] - a[4]) + (b[5] - b[3]) * (b[6] - b[4]) - inter
+    return inter / union if union > 0 else 0.0
+
+
+def _unmatched(ours: list[list[float]], theirs: list[list[float]]) -> list[list[float]]:
+    """The rows of ``ours`` scoring at least 0.35 that ``theirs`` has no twin of: a row of the
+    same label, its box at IoU >= 0.95 and its score within 0.05."""
+    return [a for a in ours if a[2] >= 0.35 and not any(
+        b[1] == a[1] and _iou(a, b) >= 0.95 and abs(b[2] - a[2]) <= 0.05 for b in theirs)]
+
+
 @pytest.mark.slow
-def test_int8_rows_are_the_same_with_and_without_avx512_and_vnni() -> None:
+def test_int8_rows_agree_with_and_without_avx512_vnni_and_amx() -> None:
     # 8-bit weights saturate 16-bit sums on CPUs without VNNI and gave other detections there;
-    # the 7-bit weights must not (ssd_int8.SETTINGS). Where this CPU has only AVX2, both runs
+    # the 7-bit weights must not (ssd_int8.SETTINGS). Measured on a CPU with AMX: with 7 bits,
+    # AVX2, AVX2-VNNI, AVX-512 and AVX-512 VNNI give identical rows, and AMX's kernels round
+    # differently (worst: IoU 0.98, score 0.03 apart); with 8 bits, AMX against AVX2 was IoU
+    # 0.92 and scores up to 0.19 apart, which this test refuses. On an AVX2-only CPU both runs
     # take the same path and the test shows nothing more than determinism.
     import json
     import os
@@ -178,5 +197,7 @@ def test_int8_rows_are_the_same_with_and_without_avx512_and_vnni() -> None:
                               capture_output=True, check=True, timeout=300,
                               cwd=Path(__file__).parents[2])
         rows.append(json.loads(done.stdout.strip().splitlines()[-1]))
-    assert sum(len(r) for r in rows[0]) > 20  # something was detected to compare
-    assert rows[0] == rows[1]
+    native, avx2 = rows
+    assert sum(1 for frame in native for r in frame if r[2] >= 0.35) >= 8  # something to compare
+    for n, a in zip(native, avx2, strict=True):
+        assert _unmatched(n, a) == [] and _unmatched(a, n) == []

@@ -195,7 +195,8 @@ def test_represent_with_a_local_transformers_tagger(clips: Path, tmp_path: Path)
     assert {t.backend for t in tags} <= {
         next(t.backend for t in tags if t.tag == "kitten" or t.tag == "spaceman"),
         "embedded-ssd-mobilenet-v2-coco", "measure-palette", "measure-colour-cast",
-        "embedded-rapidocr-ppocrv4"}  # whole-shot measures and the text reader (on by default)
+        "embedded-rapidocr-ppocrv4", "measure-closeup",
+    }  # whole-shot measures, the close-up measure and the text reader (on by default)
 
     params.write_text(yaml.safe_dump({"objects": {"tagger": "hf", "tagger_options": {
         "model_dir": str(model_dir), "colour": "red"}}}))
