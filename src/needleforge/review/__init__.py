@@ -24,7 +24,7 @@ from needleforge.review.report import Report, judge_report
 from needleforge.review.run import ReviewOutcome, review_store
 from needleforge.review.sheets import SegmentFrames, render_sheet, sheet_name, write_sheet
 from needleforge.review.verdicts import (
-    Verdict,
+    FileVerdict,
     VerdictError,
     load_verdicts,
     question_key,
@@ -32,11 +32,11 @@ from needleforge.review.verdicts import (
 )
 
 __all__ = [
+    "FileVerdict",
     "Report",
     "ReviewItem",
     "ReviewOutcome",
     "SegmentFrames",
-    "Verdict",
     "VerdictError",
     "build_items",
     "choose_items",

@@ -23,7 +23,7 @@ from needleforge.review.sheets import (
     sheet_name,
     write_sheet,
 )
-from needleforge.review.verdicts import Verdict, load_verdicts, question_key, template_yaml
+from needleforge.review.verdicts import FileVerdict, load_verdicts, question_key, template_yaml
 from needleforge.store import Store
 
 INDEX_NAME = "index.html"
@@ -60,7 +60,7 @@ def _load(db: Path, *, all_buckets: bool, limit: int | None) -> _Loaded:
     return _Loaded(chosen, items, SegmentFrames(videos, scenes))
 
 
-def _draw_all(loaded: _Loaded, out: Path, verdicts: Mapping[str, Verdict],
+def _draw_all(loaded: _Loaded, out: Path, verdicts: Mapping[str, FileVerdict],
               on_sheet: Callable[[int, int], None] | None) -> list[IndexRow]:
     """Render and publish every chosen question's sheet; its index rows."""
     rows: list[IndexRow] = []
@@ -96,7 +96,7 @@ def review_store(
         StoreError: ``db`` is missing, not a needleforge store, or inconsistent.
         OutputError: ``out`` cannot be created or written.
     """
-    verdicts: dict[str, Verdict] = {} if verdicts_path is None else load_verdicts(verdicts_path)
+    verdicts = {} if verdicts_path is None else load_verdicts(verdicts_path)
     loaded = _load(db, all_buckets=all_buckets, limit=limit)
     prepare_out_dir(out)
     rows = _draw_all(loaded, out, verdicts, on_sheet)
