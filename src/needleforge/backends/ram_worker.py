@@ -56,11 +56,7 @@ if __package__:  # imported as needleforge.backends.ram_worker
     from needleforge.backends.ram_checkpoint import RamLoadError, fit_state_dict, read_checkpoint
 else:  # run as a script where needleforge is not installed: the module beside this file
     sys.path.append(str(Path(__file__).resolve().parent))
-    from ram_checkpoint import (  # type: ignore[import-not-found,no-redef]
-        RamLoadError,
-        fit_state_dict,
-        read_checkpoint,
-    )
+    from ram_checkpoint import RamLoadError, fit_state_dict, read_checkpoint  # type: ignore[import-not-found,no-redef]
 
 if TYPE_CHECKING:
     import numpy as np
