@@ -42,11 +42,11 @@ from needleforge.params import Params, parse_params
 from needleforge.records import Montage, ObjectTrack, Verification
 from needleforge.records.phrases import PERSON_WORDS, is_person
 from needleforge.review import build_items, judge_report, load_verdicts, question_key
-from needleforge.review.run import review_store
 from needleforge.scenes import closeup, onscreen
 from needleforge.scenes.palette import SHOT_WORDS
 from needleforge.stages.nemo import generate_store
 from needleforge.stages.represent import represent_store
+from needleforge.stages.review import review_store
 from needleforge.store import Store
 from needleforge.studio.intercut import build_real_corpus
 

@@ -1,4 +1,5 @@
-"""The layout docs/architecture.md describes: what may import what, and what the root holds."""
+"""The layout docs/architecture.md describes: what may import what, who opens the store, and
+what the root holds."""
 
 from __future__ import annotations
 
@@ -10,11 +11,11 @@ ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "src" / "needleforge"
 #: The top layers: nothing below them may import them.
 TOP = ("needleforge.stages", "needleforge.cli", "needleforge.orchestration")
-#: (importing module, imported module) → why it is allowed for now.
-EXCEPTIONS = {
-    ("needleforge.review.labelstudio_push", "needleforge.stages.render"):
-        "the review workflow renders its montages; it becomes a stage module later",
-}
+#: The only packages that open the DuckDB store: the store itself, and the layers above the
+#: domain packages, which hand those what they read and write what they return.
+STORE_OPENERS = (*TOP, "needleforge.store")
+#: What opening the store takes: its package, or DuckDB itself.
+STORE_MODULES = ("needleforge.store", "duckdb")
 #: The only modules of the package root: everything else lives in a package (the params in
 #: ``params/``).
 ROOT_MODULES = {"__init__", "errors"}
@@ -37,18 +38,25 @@ def _in(module: str, packages: tuple[str, ...]) -> bool:
     return any(module == p or module.startswith(f"{p}.") for p in packages)
 
 
+def _imports_of(outside: tuple[str, ...], of: tuple[str, ...]) -> list[str]:
+    """``module:line imports name`` for each import of ``of`` by a module outside ``outside``
+    (at any depth: inside functions and ``TYPE_CHECKING`` blocks too)."""
+    return [f"{_module(p)}:{line} imports {name}" for p in sorted(PACKAGE.rglob("*.py"))
+            if not _in(_module(p), outside)
+            for name, line in _imports(ast.parse(p.read_text(encoding="utf-8")))
+            if _in(name, of)]
+
+
 def test_nothing_below_the_stages_imports_them() -> None:
-    wrong = [f"{_module(p)}:{line} imports {name}" for p in sorted(PACKAGE.rglob("*.py"))
-             if not _in(_module(p), TOP)
-             for name, line in _imports(ast.parse(p.read_text(encoding="utf-8")))
-             if _in(name, TOP) and (_module(p), name) not in EXCEPTIONS]
+    wrong = _imports_of(TOP, TOP)
     assert not wrong, "imports against docs/architecture.md:\n  " + "\n  ".join(wrong)
 
 
-def test_exceptions_are_still_needed() -> None:
-    found = {(_module(p), name) for p in PACKAGE.rglob("*.py")
-             for name, _ in _imports(ast.parse(p.read_text(encoding="utf-8")))}
-    assert set(EXCEPTIONS) <= found, sorted(set(EXCEPTIONS) - found)
+def test_only_the_stages_and_the_store_open_the_store() -> None:
+    """Domain packages take records in and return results: none imports the store or DuckDB."""
+    wrong = _imports_of(STORE_OPENERS, STORE_MODULES)
+    assert not wrong, "store access outside stages/, store/, cli/, orchestration/:\n  " \
+        + "\n  ".join(wrong)
 
 
 def test_the_cli_imports_stage_modules_only_inside_commands() -> None:

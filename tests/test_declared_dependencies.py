@@ -27,6 +27,8 @@ SCANNED = ("src", "flows")
 NOT_OURS: dict[str, str] = {
     "vlmeval": "release/vlmevalkit_dataset.py is shipped to run inside VLMEvalKit",
     "ram": "RAM++ runs from its own environment (make ram-env), never from this one",
+    "ram_checkpoint": "backends/ram_worker.py, run as a script in RAM++'s environment, imports "
+                      "backends/ram_checkpoint.py, the file beside it, by that name",
 }
 _FIRST_PARTY = {"needleforge", "flows", "__future__"}
 _BY_NAME = {"import_module", "find_spec"}

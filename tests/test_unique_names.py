@@ -29,11 +29,8 @@ SAME_MEANING: dict[str, frozenset[str]] = {
         "release/vnbench_files.py"}),
 }
 #: Names whose definitions mean different things, not renamed yet: each rename touches code
-#: that another change was rewriting when this list was written (issue 34: nemo/ and objects/,
-#: review/).
+#: that another change was rewriting when this list was written (issue 34: nemo/).
 TO_RENAME: dict[str, frozenset[str]] = {
-    # a verifier's verdict on a question; a human judge's verdict
-    "Verdict": frozenset({"backends/writing.py", "review/verdicts.py"}),
     # two piece-of-a-montage types that issue 34's one span type replaces
     "_Piece": frozenset({"nemo/grow.py", "nemo/plan.py"}),
 }

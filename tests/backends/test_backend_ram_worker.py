@@ -26,14 +26,14 @@ import yaml
 from typer.testing import CliRunner
 
 from needleforge.backends.local_files import fingerprint
-from needleforge.backends.ram_plus import RamPlusTagger
-from needleforge.backends.ram_worker import (
+from needleforge.backends.ram_checkpoint import (
     SIGNATURE,
     RamLoadError,
     check_signature,
     fit_state_dict,
     read_checkpoint,
 )
+from needleforge.backends.ram_plus import RamPlusTagger
 from needleforge.errors import BackendError
 
 STANDIN = Path(__file__).parent / "ram_standin"

@@ -129,6 +129,7 @@ def test_release(db: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> N
 
 def test_represent_and_review(db: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import needleforge.review as review
+    import needleforge.stages.review as review_stage
 
     outcome = RepresentOutcome(represented=3, current=0, failures=(),
                                counts={"scenes": 0, "scene_tags": 0, "objects": 0})
@@ -139,7 +140,7 @@ def test_represent_and_review(db: Path, tmp_path: Path, monkeypatch: pytest.Monk
 
     sheets = review.ReviewOutcome(tmp_path, (), tmp_path / "index.html",
                                   tmp_path / "verdicts_template.yaml", 0, None)
-    monkeypatch.setattr(review, "review_store", _stand_in("on_sheet", sheets))
+    monkeypatch.setattr(review_stage, "review_store", _stand_in("on_sheet", sheets))
     result = runner.invoke(app, ["review", "--db", str(db), "--out", str(tmp_path)])
     assert result.exit_code == 0, result.output
     _assert_counted(result.stderr, "review", "contact sheets")

@@ -12,7 +12,7 @@ from collections.abc import Collection, Iterable, Mapping
 import expand_cases as ec
 import pytest
 
-from needleforge.nemo.checks.negative_scan import Refusal, Sighting
+from needleforge.nemo.checks.negative_probe import Refusal
 from needleforge.nemo.expand import ExpansionResult
 from needleforge.nemo.grow import Lane, PlanContext
 from needleforge.nemo.lanes import fill_lane, lanes_for, likely_groups
@@ -21,7 +21,7 @@ from needleforge.nemo.sources import Source, find_sources
 from needleforge.nemo.tables import index_tables
 from needleforge.nemo.targets import Target
 from needleforge.params import BucketCaps, CellCaps, ExpandParams
-from needleforge.records import Box, NeedleType, Scene
+from needleforge.records import Box, NeedleType, Scene, Sighting
 
 CAP = CellCaps(object=3, scene=3)
 PARAMS = ExpandParams(short_multi=CellCaps(object=0, scene=0),

@@ -32,7 +32,7 @@ from needleforge.nemo import (
     select_negatives,
     select_targets,
 )
-from needleforge.nemo.checks.negative_scan import Refusal
+from needleforge.nemo.checks.negative_probe import Refusal
 from needleforge.nemo.checks.tiles import Tile, detect_tiled, tile_grid
 from needleforge.nemo.tables import index_tables
 from needleforge.nemo.targets import Target

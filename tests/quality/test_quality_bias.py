@@ -22,6 +22,7 @@ from needleforge.quality.bias import (
     flat_p,
 )
 from needleforge.quality.planted import plant_early, plant_ones
+from needleforge.stages.validate import store_frames
 from needleforge.store import Store
 from tests.quality.bias_cases import studio_release
 
@@ -127,25 +128,25 @@ def _empty_store(path: Path) -> Path:
 @pytest.mark.slow
 def test_the_gate_passes_three_seeds_and_fails_planted_bias_naming_it(
         releases: dict[int, list[dict[str, Any]]], tmp_path: Path) -> None:
-    db = _empty_store(tmp_path / "empty.duckdb")
+    tables = store_frames(_empty_store(tmp_path / "empty.duckdb"), params=QualityParams())
     only = {"release_bias"}
     for seed in SEEDS:
-        result = run_gate(db=db, release_questions=releases[seed], out_dir=tmp_path / str(seed),
-                          params=QualityParams(), only=only)
+        result = run_gate(tables=tables, release_questions=releases[seed],
+                          out_dir=tmp_path / str(seed), params=QualityParams(), only=only)
         assert result.passed, result.to_text()
         [suite] = [s for s in result.suites if s.suite == "release_bias"]
         assert suite.status == "passed" and suite.n_rows == 12
-    result = run_gate(db=db, release_questions=plant_early(releases[0]),
+    result = run_gate(tables=tables, release_questions=plant_early(releases[0]),
                       out_dir=tmp_path / "early", params=QualityParams(), only=only)
     assert not result.passed
     [failure] = result.failures
     assert failure.name == "release_bias.blind_within_margin_of_random"
     assert "baseline='position_prior'" in failure.details and "vs random" in failure.details
-    result = run_gate(db=db, release_questions=plant_ones(releases[0]),
+    result = run_gate(tables=tables, release_questions=plant_ones(releases[0]),
                       out_dir=tmp_path / "ones", params=QualityParams(blind_margin=0.03),
                       only=only)
     assert not result.passed and "baseline='option_prior'" in result.failures[0].details
-    loose = run_gate(db=db, release_questions=plant_ones(releases[0]),
+    loose = run_gate(tables=tables, release_questions=plant_ones(releases[0]),
                      out_dir=tmp_path / "loose", params=QualityParams(blind_margin=1.0),
                      only=only)
     assert loose.passed  # the margin is the params'

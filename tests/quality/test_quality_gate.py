@@ -16,10 +16,11 @@ from typing import Any
 
 import pytest
 
-from needleforge.params import QualityParams
-from needleforge.quality import GateResult, run_gate, validate
+from needleforge.params import Params, QualityParams
+from needleforge.quality import GateResult, run_gate
 from needleforge.quality.gate import GATE_STEPS, SUITE_NAMES
 from needleforge.quality.suites import SUITES
+from needleforge.stages.validate import run_checks, store_frames
 from needleforge.store import Store
 from tests.quality.quality_helpers import (
     CHECK_DAY,
@@ -44,7 +45,8 @@ def clean_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def clean_run(clean_db: Path, tmp_path_factory: pytest.TempPathFactory) -> GateResult:
     """One full gate over the clean store and release (shared: GX runs cost seconds)."""
     before = _snapshot(REPO_CONTEXT)
-    result = run_gate(db=clean_db, release_questions=clean_release(),
+    result = run_gate(tables=store_frames(clean_db, params=PARAMS),
+                      release_questions=clean_release(),
                       out_dir=tmp_path_factory.mktemp("release"), params=PARAMS)
     assert _snapshot(REPO_CONTEXT) == before, "a gate run must not touch expectations/"
     return result
@@ -56,7 +58,8 @@ def _snapshot(folder: Path) -> dict[str, float]:
 
 def _gate(db: Path, *, out: Path, suite: str, records: Sequence[Any] | None = None,
           params: QualityParams = PARAMS) -> GateResult:
-    return run_gate(db=db, release_questions=records, out_dir=out, params=params, only=[suite])
+    return run_gate(tables=store_frames(db, params=params), release_questions=records,
+                    out_dir=out, params=params, only=[suite])
 
 
 def _broken(clean_db: Path, *statements: str, folder: Path, suite: str,
@@ -96,8 +99,9 @@ def test_clean_run_builds_data_docs_and_summary(clean_run: GateResult) -> None:
 
 def test_the_gate_counts_its_steps_selected_or_not(clean_db: Path, tmp_path: Path) -> None:
     steps: list[tuple[int, int]] = []
-    result = run_gate(db=clean_db, release_questions=None, out_dir=tmp_path, params=PARAMS,
-                      only=["videos"], on_step=lambda d, t: steps.append((d, t)))
+    result = run_gate(tables=store_frames(clean_db, params=PARAMS), release_questions=None,
+                      out_dir=tmp_path, params=PARAMS, only=["videos"],
+                      on_step=lambda d, t: steps.append((d, t)))
     assert result.passed
     assert steps == [(d, GATE_STEPS) for d in range(1, GATE_STEPS + 1)]
 
@@ -147,7 +151,8 @@ def test_short_multi_needle_piece_fails(clean_db: Path, tmp_path: Path) -> None:
 def test_expired_licence_fails_the_full_gate(clean_db: Path, tmp_path: Path) -> None:
     db = sql(copy_db(clean_db, into=tmp_path),
              "UPDATE videos SET valid_until = DATE '2030-05-31' WHERE title = 'a'")
-    result = run_gate(db=db, release_questions=None, out_dir=tmp_path, params=PARAMS)
+    result = run_gate(tables=store_frames(db, params=PARAMS), release_questions=None,
+                      out_dir=tmp_path, params=PARAMS)
     assert not result.passed
     assert result.failed_checks == {"videos.licence_valid"}
     assert "observed 1 of 2 rows unexpected, e.g. [-1]" in result.to_text()
@@ -267,7 +272,8 @@ def test_empty_release_fails(clean_db: Path, tmp_path: Path) -> None:
 def test_empty_store_fails_on_videos_and_skips_the_rest(tmp_path: Path) -> None:
     db = tmp_path / "empty.duckdb"
     Store(db).close()
-    result = run_gate(db=db, release_questions=None, out_dir=tmp_path, params=PARAMS)
+    result = run_gate(tables=store_frames(db, params=PARAMS), release_questions=None,
+                      out_dir=tmp_path, params=PARAMS)
     assert result.failed_checks == {"videos.videos_present"}
     notes = {s.suite: s.note for s in result.suites if s.status == "skipped"}
     assert notes["scenes"] == "table scenes is empty"
@@ -283,7 +289,8 @@ def test_validate_reads_jsonl_and_replaces_a_stale_report(clean_db: Path, tmp_pa
     stale = tmp_path / "quality" / "validations" / "old" / "stale.html"
     stale.parent.mkdir(parents=True)
     stale.write_text("<html>old run</html>")
-    result = validate(clean_db, out_dir=tmp_path, questions=questions, params=PARAMS)
+    result = run_checks(db=clean_db, out=tmp_path, questions=questions,
+                        params=Params(quality=PARAMS))
     assert result.passed, result.to_text()
     assert not stale.exists()
     assert result.to_text().splitlines()[0] == "quality gate PASSED"

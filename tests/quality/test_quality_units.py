@@ -21,9 +21,9 @@ from needleforge.errors import StoreError
 from needleforge.params import Params, ParamsError, QualityParams, parse_params
 from needleforge.quality import Failure, GateResult, QualityError, SuiteOutcome, run_gate
 from needleforge.quality.context import render_config
-from needleforge.quality.dataframes import store_frames
 from needleforge.quality.gate import read_questions_jsonl
 from needleforge.quality.release_frame import release_frame
+from needleforge.stages.validate import store_frames
 from tests.quality.quality_helpers import (
     CHECK_DAY,
     build_clean_store,
@@ -148,8 +148,8 @@ def test_read_questions_jsonl(tmp_path: Path) -> None:
 
 def test_unknown_suite_is_refused_before_any_work(tmp_path: Path) -> None:
     with pytest.raises(QualityError, match=r"unknown suites \['scene'\]"):
-        run_gate(db=tmp_path / "none.duckdb", release_questions=None, out_dir=tmp_path,
-                 params=PARAMS, only=["scene"])
+        run_gate(tables={}, release_questions=None, out_dir=tmp_path, params=PARAMS,
+                 only=["scene"])
 
 
 def test_gate_result_text_names_every_failure() -> None:

@@ -18,6 +18,7 @@ import yaml
 from needleforge.errors import ReleaseError
 from needleforge.params import Params
 from needleforge.release import build_release
+from needleforge.stages.release import read_release_data
 from tests.release.consumer_cases import vnbench_choice_records
 from tests.release.release_cases import VA, make_store
 
@@ -42,8 +43,8 @@ def vnbench_folder(root: Path, *, skip: tuple[str, ...] = ()) -> Path:
 @pytest.fixture(scope="module")
 def release(tmp_path_factory: pytest.TempPathFactory) -> Path:
     base = tmp_path_factory.mktemp("hub")
-    report = build_release(db=make_store(base / "nf.duckdb"), name="hub", out_root=base / "rel",
-                           render_dir=None, params=Params(),
+    report = build_release(data=read_release_data(make_store(base / "nf.duckdb")), name="hub",
+                           out_root=base / "rel", render_dir=None, params=Params(),
                            vnbench_dir=vnbench_folder(base / "vnbench"))
     return report.path
 
@@ -78,7 +79,7 @@ def test_load_dataset_on_the_release_folder(release: Path, tmp_path: Path) -> No
 def test_a_release_missing_a_vnbench_type_is_refused(tmp_path: Path) -> None:
     out = tmp_path / "rel"
     with pytest.raises(ReleaseError, match=r"lacks the official task type.* ord_insert2"):
-        build_release(db=make_store(tmp_path / "nf.duckdb"), name="partial", out_root=out,
-                      render_dir=None, params=Params(),
+        build_release(data=read_release_data(make_store(tmp_path / "nf.duckdb")), name="partial",
+                      out_root=out, render_dir=None, params=Params(),
                       vnbench_dir=vnbench_folder(tmp_path / "vnbench", skip=("ord_insert2",)))
     assert not (out / "partial").exists()

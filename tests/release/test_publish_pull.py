@@ -23,6 +23,7 @@ from needleforge.cli import app
 from needleforge.errors import ReleaseError
 from needleforge.params import Params
 from needleforge.release import build_release, load_release, publish, pull
+from needleforge.stages.release import read_release_data
 from tests.release.release_cases import make_store
 
 pytestmark = pytest.mark.slow
@@ -62,8 +63,8 @@ def make_repo(root: Path, *, remote: Path | None) -> Path:
 
 def build(repo: Path, tmp: Path, name: str = NAME) -> Path:
     db = make_store(tmp / f"{name}.duckdb")
-    return build_release(db=db, name=name, out_root=repo / "releases", render_dir=None,
-                         params=Params()).path
+    return build_release(data=read_release_data(db), name=name, out_root=repo / "releases",
+                         render_dir=None, params=Params()).path
 
 
 def state(repo: Path) -> tuple[str, str, str]:

@@ -11,7 +11,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from needleforge.errors import ReleaseError
+from needleforge.errors import ReleaseError, StoreError
 from needleforge.evaluate import GroundingQuestion, load_questions
 from needleforge.media.ffmpeg import find_ffmpeg
 from needleforge.params import Params, ReleaseParams
@@ -20,6 +20,7 @@ from needleforge.release import build as build_module
 from needleforge.release.build import RELEASE_STEPS
 from needleforge.release.dvc import verify_files
 from needleforge.release.file_io import sha256_file
+from needleforge.stages.release import read_release_data, release_store
 from needleforge.store import Store
 from tests.release.release_cases import CASE_PARAMS, RELEASED_MONTAGES, make_renders, make_store
 
@@ -53,8 +54,8 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Built:
     base = tmp_path_factory.mktemp("release")
     db = make_store(base / "nf.duckdb")
     renders = make_renders(base / "renders")
-    report = build_release(db=db, name="v1", out_root=base / "releases", render_dir=renders,
-                           params=CASE_PARAMS)
+    report = build_release(data=read_release_data(db), name="v1", out_root=base / "releases",
+                           render_dir=renders, params=CASE_PARAMS)
     return Built(db, renders, report, report.path)
 
 
@@ -153,8 +154,8 @@ def test_manifest_lists_every_file_and_is_identical_on_rebuild(
     assert doc["counts"]["excluded"] == {"failed": 2, "unverified": 1, "source_excluded": 0,
                                          "short_answer_window": 0}
     assert doc["bias_audit"]["positions"]["n"] == 3 and doc["bias_audit"]["passed"]
-    again = build_release(db=built.db, name="v1", out_root=tmp_path, render_dir=built.renders,
-                          params=CASE_PARAMS)
+    again = build_release(data=read_release_data(built.db), name="v1", out_root=tmp_path,
+                          render_dir=built.renders, params=CASE_PARAMS)
     assert _stable(again.path / "manifest.json") == _stable(built.root / "manifest.json")
     rebuilt = json.loads((again.path / "manifest.json").read_text(encoding="utf-8"))
     changed = {a["path"] for a, b in zip(doc["files"], rebuilt["files"], strict=True) if a != b}
@@ -170,8 +171,9 @@ def _stable(manifest_path: Path) -> dict[str, object]:
 
 def test_plans_only_release_without_renders(built: Built, tmp_path: Path) -> None:
     steps: list[tuple[int, int]] = []
-    report = build_release(db=built.db, name="v1", out_root=tmp_path, render_dir=None,
-                           params=CASE_PARAMS, on_step=lambda d, t: steps.append((d, t)))
+    report = build_release(data=read_release_data(built.db), name="v1", out_root=tmp_path,
+                           render_dir=None, params=CASE_PARAMS, on_step=lambda d,
+                           t: steps.append((d, t)))
     assert steps == [(d, RELEASE_STEPS) for d in range(1, RELEASE_STEPS + 1)]
     assert report.n_videos == 0 and not (report.path / "videos").exists()
     assert _files(report.path) == {f for f in EXPECTED_FILES if not f.startswith("videos/")}
@@ -187,15 +189,16 @@ def test_missing_render_fails_and_leaves_no_release(built: Built, tmp_path: Path
         (renders / f"{mid}.mp4").write_bytes((built.renders / f"{mid}.mp4").read_bytes())
     out = tmp_path / "releases"
     with pytest.raises(ReleaseError, match=r"1 released montage\(s\) have no render .*m-shared"):
-        build_release(db=built.db, name="v1", out_root=out, render_dir=renders, params=CASE_PARAMS)
+        build_release(data=read_release_data(built.db), name="v1", out_root=out,
+                      render_dir=renders, params=CASE_PARAMS)
     assert not out.exists() or list(out.iterdir()) == []
 
 
 def test_failure_while_writing_keeps_the_old_release(
     built: Built, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    first = build_release(db=built.db, name="v1", out_root=tmp_path, render_dir=None,
-                          params=CASE_PARAMS)
+    first = build_release(data=read_release_data(built.db), name="v1", out_root=tmp_path,
+                          render_dir=None, params=CASE_PARAMS)
     before = (first.path / "manifest.json").read_bytes()
 
     def broken(*args: object, **kwargs: object) -> None:
@@ -203,19 +206,20 @@ def test_failure_while_writing_keeps_the_old_release(
 
     monkeypatch.setattr(build_module, "write_card", broken)
     with pytest.raises(ReleaseError, match="could not be drawn"):
-        build_release(db=built.db, name="v1", out_root=tmp_path, render_dir=built.renders,
-                      params=CASE_PARAMS, overwrite=True)
+        build_release(data=read_release_data(built.db), name="v1", out_root=tmp_path,
+                      render_dir=built.renders, params=CASE_PARAMS, overwrite=True)
     assert [p.name for p in tmp_path.iterdir()] == ["v1"]  # the temp folder is gone
     assert (first.path / "manifest.json").read_bytes() == before
 
 
 def test_existing_release_needs_overwrite(built: Built, tmp_path: Path) -> None:
-    build_release(db=built.db, name="v1", out_root=tmp_path, render_dir=None, params=CASE_PARAMS)
+    build_release(data=read_release_data(built.db), name="v1", out_root=tmp_path, render_dir=None,
+                  params=CASE_PARAMS)
     with pytest.raises(ReleaseError, match="already exists"):
-        build_release(db=built.db, name="v1", out_root=tmp_path, render_dir=None,
-                      params=CASE_PARAMS)
-    report = build_release(db=built.db, name="v1", out_root=tmp_path, render_dir=built.renders,
-                           params=CASE_PARAMS, overwrite=True)
+        build_release(data=read_release_data(built.db), name="v1", out_root=tmp_path,
+                      render_dir=None, params=CASE_PARAMS)
+    report = build_release(data=read_release_data(built.db), name="v1", out_root=tmp_path,
+                           render_dir=built.renders, params=CASE_PARAMS, overwrite=True)
     assert report.n_videos == 3 and sorted(p.name for p in tmp_path.iterdir()) == ["v1"]
 
 
@@ -223,7 +227,7 @@ def test_release_params_change_what_ships(built: Built, tmp_path: Path) -> None:
     params = CASE_PARAMS.model_copy(update={"release": ReleaseParams(
         include_unverified=True, require_all_verdicts=False, include_videos=False,
         link_mode="copy")})
-    report = build_release(db=built.db, name="wide", out_root=tmp_path,
+    report = build_release(data=read_release_data(built.db), name="wide", out_root=tmp_path,
                            render_dir=built.renders, params=params)
     ids = [q.question_id for q in load_questions(report.path / "questions.jsonl")]
     assert ids == ["q-multi", "q-obj", "q-shared-obj", "q-shared-scene", "q-unverified"]
@@ -232,23 +236,35 @@ def test_release_params_change_what_ships(built: Built, tmp_path: Path) -> None:
 
 def test_bad_inputs_are_refused(built: Built, tmp_path: Path) -> None:
     with pytest.raises(ReleaseError, match=r"release name '\.\./x'"):
-        build_release(db=built.db, name="../x", out_root=tmp_path, render_dir=None,
-                      params=CASE_PARAMS)
+        build_release(data=read_release_data(built.db), name="../x", out_root=tmp_path,
+                      render_dir=None, params=CASE_PARAMS)
     with pytest.raises(ReleaseError, match=r"render folder .* does not exist"):
-        build_release(db=built.db, name="v1", out_root=tmp_path,
+        build_release(data=read_release_data(built.db), name="v1", out_root=tmp_path,
                       render_dir=tmp_path / "nowhere", params=CASE_PARAMS)
     empty = tmp_path / "empty.duckdb"
     Store(empty).close()
     with pytest.raises(ReleaseError, match="nothing to release: of 0 NeMo questions"):
-        build_release(db=empty, name="v1", out_root=tmp_path, render_dir=None, params=CASE_PARAMS)
+        build_release(data=read_release_data(empty), name="v1", out_root=tmp_path, render_dir=None,
+                      params=CASE_PARAMS)
+    assert not (tmp_path / "v1").exists()
+
+
+def test_the_stage_names_a_bad_release_before_a_missing_store(tmp_path: Path) -> None:
+    missing = tmp_path / "none.duckdb"
+    with pytest.raises(ReleaseError, match=r"release name '\.\./x'"):
+        release_store(db=missing, name="../x", out_root=tmp_path, render_dir=None,
+                      params=CASE_PARAMS, previous=None)
+    with pytest.raises(StoreError, match=r"none\.duckdb: store not found"):
+        release_store(db=missing, name="v1", out_root=tmp_path, render_dir=None,
+                      params=CASE_PARAMS, previous=None)
     assert not (tmp_path / "v1").exists()
 
 
 def test_answer_windows_shorter_than_the_minimum_are_left_out(built: Built,
                                                               tmp_path: Path) -> None:
     # the defaults: q-multi's first needle lasts 2 s, under quality.min_answer_window_s = 3 s
-    report = build_release(db=built.db, name="v1", out_root=tmp_path, render_dir=None,
-                           params=Params())
+    report = build_release(data=read_release_data(built.db), name="v1", out_root=tmp_path,
+                           render_dir=None, params=Params())
     ids = {json.loads(line)["question_id"]
            for line in (report.path / "questions.jsonl").read_text().splitlines()}
     assert "q-multi" not in ids and "q-obj" in ids

@@ -15,6 +15,7 @@ from needleforge.records import Verification
 from needleforge.release import build_release, select_questions
 from needleforge.release.markup import Document, Paragraph, Section, Table, to_html, to_markdown
 from needleforge.release.stats import failure_kind, failure_table, summary_table, table2
+from needleforge.stages.release import read_release_data
 from tests.release.release_cases import CASE_PARAMS, make_store, montages, questions, verdicts
 
 _PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -25,8 +26,8 @@ def release(tmp_path_factory: pytest.TempPathFactory) -> Path:
     base = tmp_path_factory.mktemp("card")
     params = CASE_PARAMS.model_copy(update={"release": ReleaseParams(
         title="NeMo <b>&</b> co", top_n_labels=1, release_date=dt.date(2026, 12, 1))})
-    report = build_release(db=make_store(base / "nf.duckdb"), name="v1", out_root=base,
-                           render_dir=None, params=params)
+    report = build_release(data=read_release_data(make_store(base / "nf.duckdb")), name="v1",
+                           out_root=base, render_dir=None, params=params)
     return report.path
 
 

@@ -10,16 +10,18 @@ import pytest
 from needleforge.errors import ReleaseError
 from needleforge.release import build_release
 from needleforge.release.changelog import compare, read_previous
+from needleforge.stages.release import read_release_data
 from tests.release.release_cases import CASE_PARAMS, make_store
 
 
 def test_second_release_lists_what_changed(tmp_path: Path) -> None:
     out = tmp_path / "releases"
-    first = build_release(db=make_store(tmp_path / "v1.duckdb"), name="v1", out_root=out,
-                          render_dir=None, params=CASE_PARAMS)
+    first = build_release(data=read_release_data(make_store(tmp_path / "v1.duckdb")), name="v1",
+                          out_root=out, render_dir=None, params=CASE_PARAMS)
     assert "First release" in (first.path / "CHANGELOG.md").read_text()
-    second = build_release(db=make_store(tmp_path / "v2.duckdb", variant=1), name="v2",
-                           out_root=out, render_dir=None, params=CASE_PARAMS, previous=first.path)
+    second = build_release(data=read_release_data(make_store(tmp_path / "v2.duckdb", variant=1)),
+                           name="v2", out_root=out, render_dir=None, params=CASE_PARAMS,
+                           previous=first.path)
     assert second.changes == {"previous": "v1", "added": 1, "removed": 1, "changed": 1,
                               "failed_sources": 0}
     text = (second.path / "CHANGELOG.md").read_text(encoding="utf-8")

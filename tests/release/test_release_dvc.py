@@ -17,6 +17,7 @@ from needleforge.errors import ReleaseError
 from needleforge.evaluate import ReleaseQuestion
 from needleforge.params import Params
 from needleforge.release import build_release, load_release, publish, pull
+from needleforge.stages.release import read_release_data
 from tests.release.release_cases import init_git_dvc, make_store
 
 PATH = "releases/sample"
@@ -30,8 +31,8 @@ def sh(*cmd: str, cwd: Path) -> str:
 
 def build(origin: Path, tmp: Path, *, variant: int) -> Path:
     db = make_store(tmp / f"store{variant}.duckdb", variant=variant)
-    return build_release(db=db, name="sample", out_root=origin / "releases", render_dir=None,
-                         params=Params(), overwrite=True).path
+    return build_release(data=read_release_data(db), name="sample", out_root=origin / "releases",
+                         render_dir=None, params=Params(), overwrite=True).path
 
 
 @pytest.fixture(scope="module")

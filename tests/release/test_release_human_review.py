@@ -14,6 +14,7 @@ from needleforge.records.human import HumanVerdict
 from needleforge.release import build_release
 from needleforge.release.human_review import decision, in_sample, wilson
 from needleforge.review.verdicts import question_key
+from needleforge.stages.release import read_release_data
 from needleforge.store import Store
 from needleforge.store.human import record_human_verdicts
 from tests.release.release_cases import CASE_PARAMS, make_renders, make_store
@@ -87,8 +88,8 @@ def _shipped(root: Path) -> dict[str, dict[str, object]]:
 def test_humans_leave_out_the_invalid_and_correct_answers(judged: tuple[Path, Path],
                                                           tmp_path: Path) -> None:
     db, renders = judged
-    report = build_release(db=db, name="h", out_root=tmp_path, render_dir=renders,
-                           params=CASE_PARAMS)
+    report = build_release(data=read_release_data(db), name="h", out_root=tmp_path,
+                           render_dir=renders, params=CASE_PARAMS)
     shipped = _shipped(report.path)
     assert sorted(shipped) == ["q-multi", "q-obj"]  # q-shared-obj: judged invalid
     assert shipped["q-obj"]["answer_spans"] == [[5.0, 8.0]]
@@ -111,8 +112,8 @@ def test_requiring_review_of_all_ships_only_the_judged_valid(judged: tuple[Path,
     db, renders = judged
     params = CASE_PARAMS.model_copy(update={"release": ReleaseParams(
         require_human_review="all")})
-    report = build_release(db=db, name="all", out_root=tmp_path, render_dir=renders,
-                           params=params)
+    report = build_release(data=read_release_data(db), name="all", out_root=tmp_path,
+                           render_dir=renders, params=params)
     assert sorted(_shipped(report.path)) == ["q-obj"]
     assert "Left out: 1 judged invalid, 1 required but not reviewed" in \
         (report.path / "card.md").read_text()

@@ -17,6 +17,7 @@ from needleforge.errors import ReleaseError
 from needleforge.params import Params, ReleaseParams
 from needleforge.release import build_release
 from needleforge.release.sources import read_earlier
+from needleforge.stages.release import read_release_data
 from needleforge.store import Store
 from tests.release.release_cases import CASE_PARAMS, VA, VB, make_store, make_video
 
@@ -26,8 +27,8 @@ def _params(**release: object) -> Params:
 
 
 def _build(db: Path, out: Path, name: str, params: Params, **kw: object) -> Path:
-    return build_release(db=db, name=name, out_root=out, render_dir=None, params=params,
-                         **kw).path  # type: ignore[arg-type]
+    return build_release(data=read_release_data(db), name=name, out_root=out, render_dir=None,
+                         params=params, **kw).path  # type: ignore[arg-type]
 
 
 def _ids(root: Path) -> list[str]:

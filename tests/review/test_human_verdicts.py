@@ -16,7 +16,7 @@ from needleforge.errors import StoreError
 from needleforge.records.human import HumanVerdict, corrected_answer, verdict_from_choice
 from needleforge.review import build_items, question_key
 from needleforge.review.agreement import judges_agreement
-from needleforge.review.human_verdicts import record_round
+from needleforge.stages.review import record_round
 from needleforge.store import Store
 from needleforge.store.human import human_verdicts
 from tests.review.review_cases import World, make_world

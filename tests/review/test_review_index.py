@@ -22,7 +22,7 @@ from needleforge.records import (
 )
 from needleforge.review.index import IndexRow, index_html
 from needleforge.review.items import build_items
-from needleforge.review.verdicts import Verdict
+from needleforge.review.verdicts import FileVerdict
 from tests.html_parts import html_parts, texts
 from tests.review.review_cases import make_representation, montages, questions
 
@@ -51,9 +51,9 @@ def _rows() -> list[IndexRow]:
     checks = [Verification("q-obj", "embedded", "ver-1", True, f"unique: {HOSTILE}"),
               Verification("q-scene", "embedded", "ver-1", False, "orange also in negative 1")]
     items = build_items(asked, montages(video), objects=[kite], verifications=checks)
-    verdicts = {"q-obj": Verdict("k-obj", "q-obj", True, True, True, note=HOSTILE),
-                "q-scene": Verdict("k-scene", "q-scene", False, False, True),
-                "q-multi": Verdict("k-multi", "q-multi", None, None, None)}
+    verdicts = {"q-obj": FileVerdict("k-obj", "q-obj", True, True, True, note=HOSTILE),
+                "q-scene": FileVerdict("k-scene", "q-scene", False, False, True),
+                "q-multi": FileVerdict("k-multi", "q-multi", None, None, None)}
     sheets = {"q-obj": 'q-obj".png', "q-scene": "q-scene.png", "q-multi": "q&multi.png"}
     return [IndexRow(item, sheets[item.question_id], f"key-{item.question_id}",
                      verdicts[item.question_id]) for item in items]

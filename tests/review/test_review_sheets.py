@@ -13,12 +13,12 @@ from needleforge.review import (
     build_items,
     choose_items,
     load_verdicts,
-    review_store,
     target_segments,
 )
 from needleforge.review.draw import BOX, box_at, crop_box, wrap
 from needleforge.review.draw import font as load_font
 from needleforge.review.sheets import WIDTH
+from needleforge.stages.review import review_store
 from needleforge.store import Store
 from tests.review.review_cases import COLOURS, KITE_BOX, World, make_world
 

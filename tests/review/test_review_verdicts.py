@@ -11,7 +11,7 @@ import yaml
 
 from needleforge.records import Montage, Question, Segment
 from needleforge.review import (
-    Verdict,
+    FileVerdict,
     VerdictError,
     judge_report,
     load_verdicts,
@@ -74,7 +74,7 @@ def test_a_good_file_loads(tmp_path: Path) -> None:
         _entry("k1", "q1", True, note="fine"), _entry("k2", "q2", False, spans_right=False),
         _entry("k3", "q3", None)])
     got = load_verdicts(path)
-    assert got["k1"] == Verdict("k1", "q1", True, True, True, "fine")
+    assert got["k1"] == FileVerdict("k1", "q1", True, True, True, "fine")
     assert got["k2"].valid is False and got["k2"].spans_right is False
     assert not got["k3"].judged
     empty = tmp_path / "empty.yaml"
@@ -141,12 +141,12 @@ def test_missing_or_unreadable_file(tmp_path: Path) -> None:
 def test_report_counts_unjudged_apart_and_compares_the_verifier() -> None:
     keys = {f"q{n}": f"k{n}" for n in range(1, 7)}
     verdicts = {v.key: v for v in [
-        Verdict("k1", "q1", True, True, True),            # valid, verifier passed
-        Verdict("k2", "q2", False, False, True),          # invalid, verifier passed
-        Verdict("k3", "q3", False, True, False),          # invalid, verifier refused
-        Verdict("k4", "q4", True, True, False),           # valid, verifier refused
-        Verdict("k5", "q5", None, None, None),            # template entry: unjudged
-        Verdict("k-old", "q1", True, True, True),         # the question changed since
+        FileVerdict("k1", "q1", True, True, True),        # valid, verifier passed
+        FileVerdict("k2", "q2", False, False, True),      # invalid, verifier passed
+        FileVerdict("k3", "q3", False, True, False),      # invalid, verifier refused
+        FileVerdict("k4", "q4", True, True, False),       # valid, verifier refused
+        FileVerdict("k5", "q5", None, None, None),        # template entry: unjudged
+        FileVerdict("k-old", "q1", True, True, True),     # the question changed since
     ]}  # q6: no entry at all
     passed: dict[str, bool | None] = {"q1": True, "q2": True, "q3": False, "q4": False,
                                       "q5": True, "q6": None}

@@ -12,9 +12,10 @@ that conflict with the main environment (transformers 4.x: its BERT code fails o
 * **in this process**, when ``ram`` and its dependencies import here.
 
 Either way the model code, the checkpoint checks and the error messages are
-:mod:`~needleforge.backends.ram_worker`'s; anything failing while importing ``ram``, building
-the model or loading the checkpoint is one :class:`~needleforge.errors.BackendError` naming
-what is missing, and ``ram``'s own prints never reach the terminal.
+:mod:`~needleforge.backends.ram_worker`'s and :mod:`~needleforge.backends.ram_checkpoint`'s;
+anything failing while importing ``ram``, building the model or loading the checkpoint is one
+:class:`~needleforge.errors.BackendError` naming what is missing, and ``ram``'s own prints
+never reach the terminal.
 
 Two RAM++ habits shape the rest:
 
@@ -41,13 +42,8 @@ from typing import TYPE_CHECKING, Literal, Self, TypeAlias
 from needleforge.backends import ram_worker
 from needleforge.backends.base import RGBImage, ensure_rgb
 from needleforge.backends.local_files import check_device, fingerprint, require_file
-from needleforge.backends.ram_worker import (
-    RAM_INSTALL_HINT,
-    RamLoadError,
-    checkpoint_problem,
-    normalize,
-    resize_rgb,
-)
+from needleforge.backends.ram_checkpoint import RamLoadError, checkpoint_problem
+from needleforge.backends.ram_worker import RAM_INSTALL_HINT, normalize, resize_rgb
 from needleforge.backends.sidecar import Sidecar, png_base64
 from needleforge.errors import BackendError
 from needleforge.records import TagScore

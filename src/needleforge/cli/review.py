@@ -1,10 +1,11 @@
 """The ``review`` command: contact sheets, or a review round in Label Studio.
 
-Without ``--to``/``--from`` it draws the contact sheets (:func:`needleforge.review
+Without ``--to``/``--from`` it draws the contact sheets (:func:`needleforge.stages.review
 .review_store`). ``--to label-studio`` pushes the questions as tasks to a Label Studio project
-(:mod:`needleforge.review.labelstudio_push`); ``--from label-studio`` pulls the annotations
-back into the store as human verdicts (:mod:`needleforge.review.labelstudio_pull`);
-``--from yaml --verdicts FILE`` stores a hand-written verdict file's verdicts the same way.
+(:func:`~needleforge.stages.review.push_to_label_studio`); ``--from label-studio`` pulls the
+annotations back into the store as human verdicts (:func:`~needleforge.stages.review
+.pull_from_label_studio`); ``--from yaml --verdicts FILE`` stores a hand-written verdict file's
+verdicts the same way (:func:`~needleforge.stages.review.record_round`).
 Kept out of :mod:`needleforge.cli.main` (which registers it) so that module stays short.
 """
 
@@ -83,7 +84,7 @@ def review(
                              media_root=media_root, annotators=annotators,
                              params=params.review)
     if to is not None:
-        from needleforge.review.labelstudio_push import push_to_label_studio
+        from needleforge.stages.review import push_to_label_studio
 
         with console.status("pushing to Label Studio…"):
             pushed = push_to_label_studio(db, target, videos=videos, render=params.render,
@@ -91,7 +92,7 @@ def review(
                                           restore_config=restore_config)
         console.print(pushed.to_text(), highlight=False, markup=False, soft_wrap=True)
         return
-    from needleforge.review.labelstudio_pull import pull_from_label_studio
+    from needleforge.stages.review import pull_from_label_studio
 
     with console.status("pulling annotations from Label Studio…"):
         pid, outcome = pull_from_label_studio(db, target)
@@ -100,7 +101,8 @@ def review(
 
 
 def _from_yaml(db: Path, verdicts: Path | None) -> None:
-    from needleforge.review.human_verdicts import record_round, yaml_verdicts
+    from needleforge.review.human_verdicts import yaml_verdicts
+    from needleforge.stages.review import record_round
 
     if verdicts is None:
         raise typer.BadParameter("--from yaml needs --verdicts FILE")
@@ -111,8 +113,8 @@ def _from_yaml(db: Path, verdicts: Path | None) -> None:
 
 def _sheets(db: Path, out: Path, verdicts: Path | None, *, all_buckets: bool,
             limit: int | None) -> None:
-    from needleforge.review import review_store
     from needleforge.runtime.progress import StageProgress
+    from needleforge.stages.review import review_store
 
     with StageProgress("review", "contact sheets") as report:
         outcome = review_store(db, out, verdicts_path=verdicts, all_buckets=all_buckets,

@@ -24,7 +24,8 @@ from __future__ import annotations
 
 from needleforge.nemo.acceptor import RejectedNegative
 from needleforge.nemo.checks.build import build_probe, scan_scenes
-from needleforge.nemo.checks.negative_scan import NegativeProbe, ProbeCost, TiledProbe
+from needleforge.nemo.checks.negative_probe import NegativeProbe, ProbeCost
+from needleforge.nemo.checks.negative_scan import TiledProbe
 from needleforge.nemo.expand import CellCount, ExpansionResult, Shortfall, expand
 from needleforge.nemo.generate import (
     GenerationResult,

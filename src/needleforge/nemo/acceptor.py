@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Literal
 
 from needleforge.backends.base import Keyframe
-from needleforge.nemo.checks.negative_scan import NegativeProbe, Refusal
+from needleforge.nemo.checks.negative_probe import NegativeProbe, Refusal
 from needleforge.nemo.checks.same_setup import SetupMatcher
 from needleforge.nemo.tables import SceneTables
 from needleforge.nemo.targets import Target

@@ -47,12 +47,8 @@ import dataclasses
 import functools
 from collections.abc import Iterable, Sequence
 
-from needleforge.nemo.checks.negative_scan import (
-    ExpectsTargets,
-    NegativeProbe,
-    ProbeCost,
-    TiledProbe,
-)
+from needleforge.nemo.checks.negative_probe import ExpectsTargets, NegativeProbe, ProbeCost
+from needleforge.nemo.checks.negative_scan import TiledProbe
 from needleforge.nemo.grow import (
     GroupSkip,
     Lane,

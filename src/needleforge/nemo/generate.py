@@ -63,7 +63,8 @@ from needleforge.backends.writing import (
 from needleforge.errors import NemoError
 from needleforge.nemo.acceptor import RejectedNegative, negative_acceptor
 from needleforge.nemo.ahead import Workers, default_workers
-from needleforge.nemo.checks.negative_scan import NegativeProbe, TiledProbe
+from needleforge.nemo.checks.negative_probe import NegativeProbe
+from needleforge.nemo.checks.negative_scan import TiledProbe
 from needleforge.nemo.checks.same_setup import SetupMatcher
 from needleforge.nemo.negatives import crowded_terms, excluded_terms, select_negatives
 from needleforge.nemo.plan import PlanSkip, plan_short_montage, question_id_for

@@ -2,8 +2,8 @@
 
 Public API (cheap to import; Great Expectations loads only when a gate runs):
 
-- :func:`run_gate` / :func:`validate` run every suite, build the Data Docs quality report
-  into ``out_dir/quality/`` and return a :class:`GateResult` naming each :class:`Failure`;
+- :func:`run_gate` runs every suite, builds the Data Docs quality report into
+  ``out_dir/quality/`` and returns a :class:`GateResult` naming each :class:`Failure`;
 - :mod:`needleforge.quality.suites` defines the suites in code, one function per table;
 - :mod:`needleforge.quality.context` renders the GX file context config (``expectations/``).
 """
@@ -13,7 +13,6 @@ from needleforge.quality.gate import (
     read_questions_jsonl,
     read_release,
     run_gate,
-    validate,
 )
 from needleforge.quality.results import (
     CheckOutcome,
@@ -33,5 +32,4 @@ __all__ = [
     "read_questions_jsonl",
     "read_release",
     "run_gate",
-    "validate",
 ]

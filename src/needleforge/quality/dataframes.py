@@ -1,9 +1,10 @@
-"""The store's tables as the DataFrames the quality suites validate.
+"""The queries that turn the store's tables into the DataFrames the quality suites validate.
 
 GX 1.x cannot validate DuckDB through its SQL datasource (upstream bug), so each suite gets a
-pandas DataFrame from one DuckDB query. Facts that need several rows (a scene's gap to the
-previous scene, a montage's count of target segments) are computed here in SQL with window
-functions and joins, so every expectation is a plain per-column check that names the row.
+pandas DataFrame from one DuckDB query (:func:`needleforge.stages.validate.store_frames` runs
+them). Facts that need several rows (a scene's gap to the previous scene, a montage's count of
+target segments) are computed here in SQL with window functions and joins, so every
+expectation is a plain per-column check that names the row.
 
 Each query is an inner ``SELECT`` whose columns are listed once in :data:`STORE_FRAMES`; the
 outer query selects them in that order, so the DataFrame's column names cannot drift.
@@ -12,18 +13,6 @@ outer query selects them in that order, so the DataFrame's column names cannot d
 from __future__ import annotations
 
 import dataclasses
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
-
-import duckdb
-
-from needleforge.errors import StoreError
-from needleforge.store import Store
-
-if TYPE_CHECKING:
-    import pandas as pd
-
-    from needleforge.params import QualityParams
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -37,6 +26,11 @@ class FrameQuery:
     columns: tuple[str, ...]
     sql: str
     binds: tuple[str, ...] = ()
+
+    @property
+    def select(self) -> str:
+        """The statement to run: ``columns`` of ``sql``'s rows, in that order, sorted."""
+        return f"SELECT {', '.join(self.columns)} FROM ({self.sql}) ORDER BY ALL"
 
 
 _VIDEOS = FrameQuery("videos", (
@@ -143,31 +137,3 @@ STORE_FRAMES: tuple[FrameQuery, ...] = (
     _VIDEOS, _SCENES, _OBJECTS, _MONTAGES, _SEGMENTS, _QUESTIONS, _VERIFICATIONS,
 )
 
-
-def _frame(store: Store, *, query: FrameQuery, params: dict[str, Any]) -> pd.DataFrame:
-    import pandas as pd
-
-    sql = f"SELECT {', '.join(query.columns)} FROM ({query.sql}) ORDER BY ALL"
-    try:
-        rows = store.query(sql, [params[name] for name in query.binds])
-    except duckdb.Error as err:  # a column the schema version promises is missing
-        raise StoreError(f"{store.path}: cannot read the {query.suite} table for the quality "
-                         f"gate; the store does not match schema version "
-                         f"{store.schema_version} ({err})") from None
-    return pd.DataFrame.from_records(rows, columns=list(query.columns))
-
-
-def store_frames(db: Path, *, params: QualityParams) -> dict[str, pd.DataFrame]:
-    """One DataFrame per store suite (empty when its table is), keyed by suite name.
-
-    The store is opened read-only: the gate never writes it.
-
-    Raises:
-        StoreError: ``db`` is missing, not a DuckDB store, at another schema version, or
-            lacks a column its schema version promises.
-    """
-    sql_params: dict[str, Any] = {
-        "check_day": params.today(), "scopes": list(params.required_scopes),
-    }
-    with Store(db, read_only=True) as store:
-        return {q.suite: _frame(store, query=q, params=sql_params) for q in STORE_FRAMES}

@@ -41,7 +41,7 @@ _REPORT_ENTRIES = ("index.html", SUMMARY_FILE, "expectations", "validations", "s
 #: Suite names, in run order (kept here so validating ``only`` needs no GX import).
 SUITE_NAMES = ("videos", "scenes", "objects", "montages", "montage_segments", "questions",
                "verifications", "release", "release_sources", "release_bias")
-#: Progress steps of a gate run: reading the tables, each suite, building the Data Docs.
+#: Progress steps of a gate run: the release's tables made, each suite, the Data Docs built.
 GATE_STEPS = len(SUITE_NAMES) + 2
 
 
@@ -63,7 +63,7 @@ class ReleaseInputs:
 
 def run_gate(
     *,
-    db: Path,
+    tables: Mapping[str, pd.DataFrame],
     release_questions: Sequence[Mapping[str, Any]] | None,
     out_dir: Path,
     params: QualityParams,
@@ -71,7 +71,9 @@ def run_gate(
     release: ReleaseInputs | None = None,
     on_step: OnCount | None = None,
 ) -> GateResult:
-    """Validate the store (and the release's question records) and build the quality report.
+    """Validate the store's ``tables`` (one DataFrame per store suite, by suite name: what
+    :func:`needleforge.stages.validate.store_frames` reads) and the release's question records,
+    and build the quality report.
 
     A suite whose table is empty is skipped with a note, except ``videos`` (a pipeline with
     no sources is broken) and ``release`` when records are given (an empty release is
@@ -82,12 +84,10 @@ def run_gate(
     ``params.blind_margin`` of random, :mod:`needleforge.quality.bias`). ``only`` restricts the
     run to the named suites (e.g. to check a release alone); None runs them all. Malformed
     data never raises: it fails an expectation. ``on_step(done, total)`` is called after
-    the tables are read, after each suite (run or skipped) and after the Data Docs are built
-    (:data:`GATE_STEPS` in all).
+    the release's tables are made, after each suite (run or skipped) and after the Data Docs
+    are built (:data:`GATE_STEPS` in all).
 
     Raises:
-        StoreError: ``db`` is missing, not a DuckDB store, at another schema version, or lacks
-            a column its schema version promises.
         QualityError: an unknown suite in ``only``; the report folder cannot be written, or
             GX itself failed.
     """
@@ -95,11 +95,10 @@ def run_gate(
     from needleforge.quality.context import quiet_gx_env
 
     quiet_gx_env()  # before GX is first imported, below
-    from needleforge.quality.dataframes import store_frames
     from needleforge.quality.release_frame import ReleaseContext, release_frame, sources_frame
 
     step = Steps(GATE_STEPS, on_step)
-    tables = store_frames(db, params=params)
+    tables = dict(tables)
     if release is not None:
         licensed = frozenset(str(e.get("video_id")) for e in release.sources
                              if isinstance(e, Mapping))
@@ -236,24 +235,6 @@ def read_questions_jsonl(path: Path) -> list[Any]:
         except json.JSONDecodeError as err:
             raise QualityError(f"{path}: line {number} is not JSON ({err.msg})") from None
     return records
-
-
-def validate(
-    db: Path, *, out_dir: Path, questions: Path | None = None,
-    params: QualityParams | None = None, on_step: OnCount | None = None,
-) -> GateResult:
-    """``needleforge validate --db DB --out DIR [--questions Q.jsonl]``: run the gate.
-
-    Reads ``questions`` (a release's ``questions.jsonl``) when given and calls
-    :func:`run_gate` (``on_step``: its progress); ``params`` None uses the defaults.
-
-    Raises:
-        StoreError: ``db`` is not a usable store.
-        QualityError: ``questions`` is unreadable, or the gate itself could not run.
-    """
-    records = read_questions_jsonl(questions) if questions is not None else None
-    return run_gate(db=db, release_questions=records, out_dir=out_dir,
-                    params=params or QualityParams(), on_step=on_step)
 
 
 def read_release(

@@ -66,6 +66,16 @@ class HumanVerdict:
         return self.valid is not None
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class Recorded:
+    """What storing a batch of verdicts did (:func:`needleforge.store.human
+    .record_human_verdicts`): rows new, changed, and equal to the stored ones."""
+
+    new: int
+    changed: int
+    unchanged: int
+
+
 def verdict_from_choice(choice: str, *, answer_changed: bool
                         ) -> tuple[bool | None, bool | None, bool | None]:
     """``(valid, spans_right, negatives_clean)`` of a Label Studio choice.

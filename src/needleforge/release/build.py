@@ -1,4 +1,5 @@
-"""Build a release folder from the store: questions, plans, videos, exports, card, manifest.
+"""Build a release folder from the store's records: questions, plans, videos, exports, card,
+manifest (:func:`needleforge.stages.release.read_release_data` reads them).
 
 ``releases/<name>/`` holds::
 
@@ -64,8 +65,6 @@ from needleforge.release.sources import SOURCES_FILE, EarlierRelease, read_earli
 from needleforge.release.vnbench_files import check_vnbench_release
 from needleforge.release.vnbench_input import read_vnbench
 from needleforge.runtime.progress import OnCount, Steps
-from needleforge.store import Store
-from needleforge.store.human import human_verdicts
 
 #: ``gate(release_root, video_families)``: checks a finished release folder before it is moved
 #: into place, writing its report under ``release_root/quality``; raises to stop the release.
@@ -106,7 +105,9 @@ class ReleaseReport:
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
-class _StoreData:
+class ReleaseData:
+    """The store's records a release is built from."""
+
     videos: list[Video]
     scenes: list[Scene]
     tags: list[SceneTag]
@@ -124,13 +125,6 @@ class _StoreData:
         by_id = {m.montage_id: m for m in self.montages}
         return {q.question_id: question_key(q, by_id[q.montage_id]) for q in self.questions
                 if q.montage_id in by_id}
-
-
-def _read_store(db: Path) -> _StoreData:
-    with Store(db, read_only=True) as store:
-        return _StoreData(store.videos(), store.scenes(), store.scene_tags(), store.objects(),
-                          store.montages(), store.questions(), store.verifications(),
-                          human_verdicts(store))
 
 
 def _find_renders(render_dir: Path, montages: Sequence[Montage]) -> dict[str, Path]:
@@ -227,7 +221,7 @@ RELEASE_STEPS = 7
 
 
 def _write_release(
-    root: Path, *, name: str, data: _StoreData, content: Content,
+    root: Path, *, name: str, data: ReleaseData, content: Content,
     videos: Mapping[str, Path], params: Params,
     previous: tuple[str, list[dict[str, Any]]] | None,
     earlier: Sequence[EarlierRelease], gate: Gate | None, run: _Refresh, step: Steps,
@@ -289,7 +283,7 @@ def _write_release(
     return _Written(changes, sha256_file(root / "manifest.json"), verdict)
 
 
-def _human_section(data: _StoreData, content: Content, params: Params) -> Section | None:
+def _human_section(data: ReleaseData, content: Content, params: Params) -> Section | None:
     """The card's "Human review" section, when there are human verdicts or a requirement."""
     rule = params.release.require_human_review
     if content.human is None or (not data.human and rule == "none"):
@@ -352,9 +346,23 @@ def _videos(content: Content, render_dir: Path | None,
     return dict(sorted(out.items()))
 
 
+def release_target(*, name: str, out_root: Path, overwrite: bool) -> Path:
+    """``out_root/name``, the folder a release named ``name`` goes to.
+
+    Raises:
+        ReleaseError: a bad name, or the folder exists and ``overwrite`` is False.
+    """
+    if not _NAME_RE.fullmatch(name):
+        raise ReleaseError(f"release name {name!r} must match {_NAME_RE.pattern}")
+    target = out_root / name
+    if target.exists() and not overwrite:
+        raise ReleaseError(f"release {target} already exists (pass overwrite=True to replace)")
+    return target
+
+
 def build_release(
     *,
-    db: Path,
+    data: ReleaseData,
     name: str,
     out_root: Path,
     render_dir: Path | None,
@@ -368,7 +376,8 @@ def build_release(
     inputs: history.Fingerprint | None = None,
     on_step: OnCount | None = None,
 ) -> ReleaseReport:
-    """Build ``out_root/name/`` from the store ``db`` (layout: see the module docstring).
+    """Build ``out_root/name/`` from the store's records ``data`` (layout: see the module
+    docstring).
 
     ``params`` is the whole params file: its ``release`` section decides what ships, and all
     of it is recorded in the manifest. Videos are taken from ``render_dir`` (``<id>.mp4``)
@@ -390,15 +399,9 @@ def build_release(
             folder or an earlier or previous release cannot be read; an unauthorized source
             with ``release.unauthorized: error``; VNBench tries lacking one of the 9 official
             task types (named), or otherwise unscorable by VNBench's own evaluation.
-        StoreError: the store cannot be opened.
         QualityError: raised by ``gate`` when the release fails its checks.
     """
-    if not _NAME_RE.fullmatch(name):
-        raise ReleaseError(f"release name {name!r} must match {_NAME_RE.pattern}")
-    target = out_root / name
-    if target.exists() and not overwrite:
-        raise ReleaseError(f"release {target} already exists (pass overwrite=True to replace)")
-    data = _read_store(db)
+    target = release_target(name=name, out_root=out_root, overwrite=overwrite)
     vnbench = read_vnbench(vnbench_dir, videos={v.video_id: v for v in data.videos}) \
         if vnbench_dir is not None else None
     compared = [read_earlier(p) for p in earlier]

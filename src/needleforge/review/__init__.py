@@ -1,6 +1,6 @@
 """Human review of NeMo questions: contact sheets to judge by eye, and a verdict file.
 
-:func:`review_store` writes one PNG contact sheet per question (:mod:`.sheets`), an
+:func:`write_review` writes one PNG contact sheet per question (:mod:`.sheets`), an
 ``index.html`` and a ``verdicts_template.yaml``; judges record verdicts in a versioned YAML
 file keyed by the content they judged (:mod:`.verdicts`), and :func:`judge_report` counts
 them and compares them with the automatic verifier (:mod:`.report`).
@@ -10,6 +10,8 @@ to a project (:mod:`.labelstudio_project`, :mod:`.ls_config`, over the REST clie
 :mod:`.ls_client`), :mod:`.labelstudio_pull` brings the annotations back as human verdicts in
 the store (:mod:`.human_verdicts`, which also moves YAML verdict files over), with the judges'
 agreement (:mod:`.agreement`). See docs/review.md.
+
+What reads and writes the store around them is :mod:`needleforge.stages.review`.
 """
 
 from needleforge.review.items import (
@@ -21,10 +23,10 @@ from needleforge.review.items import (
     verifier_passed,
 )
 from needleforge.review.report import Report, judge_report
-from needleforge.review.run import ReviewOutcome, review_store
+from needleforge.review.run import ReviewInputs, ReviewOutcome, write_review
 from needleforge.review.sheets import SegmentFrames, render_sheet, sheet_name, write_sheet
 from needleforge.review.verdicts import (
-    Verdict,
+    FileVerdict,
     VerdictError,
     load_verdicts,
     question_key,
@@ -32,11 +34,12 @@ from needleforge.review.verdicts import (
 )
 
 __all__ = [
+    "FileVerdict",
     "Report",
+    "ReviewInputs",
     "ReviewItem",
     "ReviewOutcome",
     "SegmentFrames",
-    "Verdict",
     "VerdictError",
     "build_items",
     "choose_items",
@@ -45,10 +48,10 @@ __all__ = [
     "other_segments",
     "question_key",
     "render_sheet",
-    "review_store",
     "sheet_name",
     "target_segments",
     "template_yaml",
     "verifier_passed",
+    "write_review",
     "write_sheet",
 ]

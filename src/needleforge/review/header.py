@@ -6,7 +6,7 @@ from PIL import Image, ImageDraw
 
 from needleforge.review import draw
 from needleforge.review.items import ReviewItem
-from needleforge.review.verdicts import Verdict
+from needleforge.review.verdicts import FileVerdict
 
 _OK: draw.RGB = (20, 120, 50)
 _BAD: draw.RGB = (170, 40, 40)
@@ -42,7 +42,7 @@ def _verifier_lines(item: ReviewItem) -> list[Line]:
             for v in item.verifications]
 
 
-def _human_line(verdict: Verdict | None) -> Line:
+def _human_line(verdict: FileVerdict | None) -> Line:
     if verdict is None or not verdict.judged:
         return ("Human verdict: not judged yet", 16, False, draw.MUTED)
 
@@ -56,7 +56,7 @@ def _human_line(verdict: Verdict | None) -> Line:
 
 
 def header(item: ReviewItem, width: int, *, key: str,
-           verdict: Verdict | None = None) -> Image.Image:
+           verdict: FileVerdict | None = None) -> Image.Image:
     """The header block of ``item``'s sheet, ``width`` pixels wide."""
     q = item.question
     lines: list[Line] = [

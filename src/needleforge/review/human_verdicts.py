@@ -1,10 +1,11 @@
 """Human verdicts into the store, from Label Studio or a YAML verdict file, and what they say.
 
-:func:`record_round` stores a batch of :class:`~needleforge.records.human.HumanVerdict` (new
-or changed rows only: a second pull of the same annotations writes nothing) and sums up, over
-every stored verdict: which verdicts are on questions that no longer exist (kept, reported),
-which questions a human gave a new answer (and where judges' corrections conflict), and the
-judges' agreement (:mod:`~needleforge.review.agreement`).
+:func:`needleforge.stages.review.record_round` stores a batch of
+:class:`~needleforge.records.human.HumanVerdict` (new or changed rows only: a second pull of the
+same annotations writes nothing) and :func:`sum_up_round` sums up, over every stored verdict:
+which verdicts are on questions that no longer exist (kept, reported), which questions a human
+gave a new answer (and where judges' corrections conflict), and the judges' agreement
+(:mod:`~needleforge.review.agreement`).
 
 :func:`yaml_verdicts` turns the judged entries of a version-1 YAML verdict file
 (:mod:`~needleforge.review.verdicts`) into the same records, so earlier hand-written verdicts
@@ -15,21 +16,18 @@ from __future__ import annotations
 
 import dataclasses
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from needleforge.errors import StoreError
-from needleforge.records.human import HumanVerdict, corrected_answer
+from needleforge.records.human import HumanVerdict, Recorded, corrected_answer
 from needleforge.review.agreement import Agreement, judges_agreement
-from needleforge.review.items import build_items
+from needleforge.review.items import ReviewItem
 from needleforge.review.verdicts import load_verdicts, question_key
-from needleforge.store import Store
-from needleforge.store.human import Recorded, human_verdicts, record_human_verdicts
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class RoundOutcome:
-    """What :func:`record_round` stored and found (question ids sorted)."""
+    """What a round stored and found (question ids sorted)."""
 
     given: int
     recorded: Recorded
@@ -62,30 +60,21 @@ class RoundOutcome:
         return "\n".join(lines)
 
 
-def current_keys(store: Store) -> dict[str, str]:
-    """Question key → question id of every question of ``store``."""
-    items = build_items(store.questions(), store.montages(), objects=store.objects(),
-                        verifications=store.verifications())
+def current_keys(items: Sequence[ReviewItem]) -> dict[str, str]:
+    """Question key → question id of every question of ``items``."""
     return {question_key(i.question, i.montage): i.question_id for i in items}
 
 
-def record_round(db: Path, verdicts: Sequence[HumanVerdict], *,
+def sum_up_round(verdicts: Sequence[HumanVerdict], *, recorded: Recorded,
+                 keys: Mapping[str, str], stored: Sequence[HumanVerdict],
                  scope: str | None = None) -> RoundOutcome:
-    """Store ``verdicts`` in ``db`` (one transaction) and sum up the stored verdicts.
+    """What storing ``verdicts`` (``recorded``) did, over every ``stored`` verdict afterwards;
+    ``keys`` are the store's questions (:func:`current_keys`).
 
     ``scope``: the ``source_ref`` prefix of everything the source holds (a Label Studio
     project's annotation URLs); stored verdicts under it that ``verdicts`` lacks were deleted
     upstream and are reported (never deleted here).
-
-    Raises:
-        StoreError: ``db`` is missing, not a store, or the write failed (nothing written).
     """
-    if not db.exists():
-        raise StoreError(f"{db}: store not found")
-    with Store(db) as store:
-        recorded = record_human_verdicts(store, verdicts)
-        keys = current_keys(store)
-        stored = human_verdicts(store)
     pulled = {(v.source, v.source_ref) for v in verdicts}
     vanished = sorted(f"{v.question_id} ({v.source_ref})" for v in stored
                       if v.question_key not in keys and (v.source, v.source_ref) in pulled)

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 import jinja2
 
 from needleforge.review.items import ReviewItem
-from needleforge.review.verdicts import Verdict
+from needleforge.review.verdicts import FileVerdict
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -19,7 +19,7 @@ class IndexRow:
     item: ReviewItem
     sheet: str
     key: str
-    verdict: Verdict | None = None
+    verdict: FileVerdict | None = None
 
 
 #: The page (Jinja2, autoescaped as :mod:`needleforge.release.markup`'s card: every question,

@@ -4,19 +4,17 @@ Every submitted annotation of a needleforge task (one with ``data.nf_key``) beco
 :class:`~needleforge.records.human.HumanVerdict`: its verdict choice, its note, and — when the
 ``answer`` regions it left differ from the pre-filled ones — the spans the judge set, the
 record that a human changed the answer. Cancelled (skipped) annotations and drafts are not
-verdicts. The verdicts go into the store by :func:`~needleforge.review.human_verdicts
-.record_round`, keyed by the annotation, so pulling again changes nothing.
+verdicts. The verdicts go into the store by :func:`needleforge.stages.review
+.pull_from_label_studio`, keyed by the annotation, so pulling again changes nothing.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 from needleforge.records.human import HumanVerdict, verdict_from_choice
-from needleforge.review.human_verdicts import RoundOutcome, record_round
-from needleforge.review.labelstudio_project import ProjectTarget, find_project
+from needleforge.review.labelstudio_project import find_project
 from needleforge.review.ls_client import LabelStudio, LabelStudioError
 from needleforge.review.ls_config import CHOICES, answer_ranges, chosen, note, to_frames, to_seconds
 
@@ -92,16 +90,3 @@ def pull_verdicts(ls: LabelStudio, title: str) -> tuple[int, list[HumanVerdict]]
                 verdicts.append(verdict)
     return pid, verdicts
 
-
-def pull_from_label_studio(db: Path, target: ProjectTarget) -> tuple[int, RoundOutcome]:
-    """Pull the annotations of ``target``'s project into the store ``db``; (project id,
-    what was stored and found).
-
-    Raises:
-        LabelStudioError: as :func:`pull_verdicts` (the store is not touched).
-        StoreError: ``db`` is missing or the write failed (nothing written).
-    """
-    with LabelStudio(target.url, target.token) as ls:
-        pid, verdicts = pull_verdicts(ls, target.title)
-        scope = annotation_ref(ls.url, pid, "")
-    return pid, record_round(db, verdicts, scope=scope)

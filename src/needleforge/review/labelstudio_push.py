@@ -6,17 +6,19 @@ each chosen question whose key no task has, leaves tasks whose key is current al
 tasks whose key no current question has any more (the question changed or vanished) deletes
 those nobody has annotated yet and keeps the others: an annotator's work is never deleted or
 overwritten. The montage videos are rendered first (the render stage's cache and
-``<videos>/<montage_id>.mp4`` files; current ones are skipped).
+``<videos>/<montage_id>.mp4`` files; current ones are skipped). The push's steps, in order,
+are :func:`needleforge.stages.review.push_to_label_studio`'s: :func:`served_root` and
+:func:`check_server` before any work, then the store read and the renders, then
+:func:`update_tasks`.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Sequence
 from pathlib import Path
 
-from needleforge.params import RenderParams
-from needleforge.review.items import ReviewItem, build_items, choose_items
+from needleforge.review.items import ReviewItem
 from needleforge.review.labelstudio_project import (
     ProjectTarget,
     check_served,
@@ -28,8 +30,6 @@ from needleforge.review.labelstudio_project import (
 from needleforge.review.ls_client import LabelStudio, LabelStudioError
 from needleforge.review.ls_config import task_payload
 from needleforge.review.verdicts import question_key
-from needleforge.stages.render import render_montages
-from needleforge.store import Store
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -57,89 +57,75 @@ class PushOutcome:
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
-class _Rendered:
-    chosen: list[ReviewItem]
-    all_keys: set[str]  # of every question of the store, chosen or not
-    rendered: int
+class Chosen:
+    """The questions a push sends (their montages rendered) and what else the store holds."""
+
+    chosen: Sequence[ReviewItem]
+    all_keys: frozenset[str]  # of every question of the store, chosen or not
+    rendered: int  # montage videos rendered now (current ones are skipped)
 
 
-def _choose_and_render(db: Path, *, all_buckets: bool, limit: int | None, videos: Path,
-                       cache: Path, render: RenderParams) -> _Rendered:
-    with Store(db, read_only=True) as store:
-        items = build_items(store.questions(), store.montages(), objects=store.objects(),
-                            verifications=store.verifications())
-        chosen = choose_items(items, all_buckets=all_buckets, limit=limit)
-        montages = list({i.montage.montage_id: i.montage for i in chosen}.values())
-        report = render_montages(
-            montages, scenes_by_id={s.scene_id: s for s in store.scenes()},
-            videos_by_id={v.video_id: v for v in store.videos()}, out_dir=videos,
-            cache_dir=cache, params=render)
-    return _Rendered(chosen, {question_key(i.question, i.montage) for i in items},
-                     sum(1 for m in report.montages if not m.skipped))
-
-
-def push_to_label_studio(
-    db: Path,
-    target: ProjectTarget,
-    *,
-    videos: Path,
-    render: RenderParams,
-    cache: Path | None = None,
-    all_buckets: bool = False,
-    limit: int | None = None,
-    restore_config: bool = False,
-    on_step: Callable[[str], None] | None = None,
-) -> PushOutcome:
-    """Create or update the review project of ``target`` with the questions of ``db``;
-    ``restore_config`` replaces a project config that differs from ours.
-
-    The server and token are checked first, then the project (its config must be ours),
-    before any video is rendered.
+def served_root(target: ProjectTarget, videos: Path) -> Path:
+    """The server's local-files root, checked to hold ``videos`` (before any work).
 
     Raises:
-        LabelStudioError: the server cannot be reached or refuses the token (naming its URL),
-            the project's config was changed by hand, ``videos`` is not under the server's
-            document root, or the server refused a request.
-        StoreError: ``db`` is missing or not a needleforge store.
-        MediaError: a montage cannot be rendered.
+        LabelStudioError: the root is not known, or ``videos`` is not under it.
     """
     if target.media_root is None:
         raise LabelStudioError(
             f"Label Studio at {target.url}: the server's local-files root is not known; pass "
             "--media-root (the LOCAL_FILES_DOCUMENT_ROOT the server was started with)")
-    check_served(videos, target.media_root)  # before any work
-    say = on_step or (lambda _msg: None)
-    with LabelStudio(target.url, target.token) as ls:
-        if not restore_config:
-            find_project(ls, target.title)  # server, token and config, before any work
+    check_served(videos, target.media_root)
+    return target.media_root
+
+
+def check_server(ls: LabelStudio, target: ProjectTarget, *, restore_config: bool) -> None:
+    """The server and token, and unless ``restore_config`` the project's config (it must be
+    ours), checked before any video is rendered.
+
+    Raises:
+        LabelStudioError: the server cannot be reached or refuses the token (naming its URL),
+            or the project's config was changed by hand.
+    """
+    if not restore_config:
+        find_project(ls, target.title)
+    else:
+        ls.projects()
+
+
+def update_tasks(ls: LabelStudio, target: ProjectTarget, chosen: Chosen, *, videos: Path,
+                 media_root: Path, fps: float, restore_config: bool) -> PushOutcome:
+    """Create or update ``target``'s project with a task per chosen question (videos under
+    ``videos``, served from ``media_root``); ``restore_config`` replaces a project config that
+    differs from ours.
+
+    Raises:
+        LabelStudioError: the project's config was changed by hand, or the server refused a
+            request.
+    """
+    project, created = ensure_project(ls, target, restore_config=restore_config)
+    pid = int(project["id"])
+    ensure_local_storage(ls, pid, videos)
+    # tasks added by hand (no nf_key) are not ours: never touched
+    existing = {str(t["data"]["nf_key"]): t for t in ls.tasks(pid)
+                if isinstance(t.get("data"), dict) and t["data"].get("nf_key")}
+    new = []
+    for item in chosen.chosen:
+        key = question_key(item.question, item.montage)
+        if key not in existing:
+            url = video_url(videos / f"{item.montage.montage_id}.mp4", media_root)
+            new.append(task_payload(item, key=key, video_url=url, fps=fps))
+    ls.import_tasks(pid, new)
+    removed = kept = 0
+    for key, task in existing.items():
+        if key in chosen.all_keys:
+            continue
+        if (task.get("annotations") or task.get("total_annotations")
+                or task.get("drafts") or task.get("cancelled_annotations")):
+            kept += 1
         else:
-            ls.projects()  # server and token, before any work
-        say(f"rendering the chosen questions' montages into {videos}")
-        chosen = _choose_and_render(db, all_buckets=all_buckets, limit=limit, videos=videos,
-                                    cache=cache or videos / ".cache", render=render)
-        project, created = ensure_project(ls, target, restore_config=restore_config)
-        pid = int(project["id"])
-        ensure_local_storage(ls, pid, videos)
-        # tasks added by hand (no nf_key) are not ours: never touched
-        existing = {str(t["data"]["nf_key"]): t for t in ls.tasks(pid)
-                    if isinstance(t.get("data"), dict) and t["data"].get("nf_key")}
-        new = []
-        for item in chosen.chosen:
-            key = question_key(item.question, item.montage)
-            if key not in existing:
-                url = video_url(videos / f"{item.montage.montage_id}.mp4", target.media_root)
-                new.append(task_payload(item, key=key, video_url=url, fps=render.fps))
-        ls.import_tasks(pid, new)
-        removed = kept = 0
-        for key, task in existing.items():
-            if key in chosen.all_keys:
-                continue
-            if (task.get("annotations") or task.get("total_annotations")
-                    or task.get("drafts") or task.get("cancelled_annotations")):
-                kept += 1
-            else:
-                ls.delete_task(int(task["id"]))
-                removed += 1
+            ls.delete_task(int(task["id"]))
+            removed += 1
     current = sum(1 for i in chosen.chosen
                   if question_key(i.question, i.montage) in existing)
     return PushOutcome(ls.url, pid, created, len(new), current, removed, kept,

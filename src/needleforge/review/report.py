@@ -16,7 +16,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Collection, Mapping
 
-from needleforge.review.verdicts import Verdict
+from needleforge.review.verdicts import FileVerdict
 
 
 def share(part: int, whole: int) -> float | None:
@@ -99,7 +99,7 @@ def _frac(part: int, whole: int) -> str:
 
 def judge_report(
     question_keys: Mapping[str, str],
-    verdicts: Mapping[str, Verdict],
+    verdicts: Mapping[str, FileVerdict],
     *,
     verifier_passed: Mapping[str, bool | None] | None = None,
     known_keys: Collection[str] | None = None,

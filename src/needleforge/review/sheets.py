@@ -31,7 +31,7 @@ from needleforge.records import Scene, Segment, Video
 from needleforge.review import draw
 from needleforge.review.header import header
 from needleforge.review.items import ReviewItem
-from needleforge.review.verdicts import Verdict
+from needleforge.review.verdicts import FileVerdict
 
 THUMB = (240, 135)
 GAP, GROUP_GAP, MARGIN = 8, 16, 16
@@ -217,7 +217,7 @@ def _negative_blocks(item: ReviewItem, frames: SegmentFrames,
 
 
 def render_sheet(item: ReviewItem, frames: SegmentFrames, *, key: str,
-                 verdict: Verdict | None = None,
+                 verdict: FileVerdict | None = None,
                  per_negative: int | None = None) -> Image.Image:
     """The contact sheet of ``item`` (see the module docstring); ``per_negative`` frames
     per negative segment (default: :data:`NEGATIVE_FRAMES`, or

@@ -46,8 +46,10 @@ class VerdictError(NeedleforgeError):
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
-class Verdict:
-    """One judge's verdict on the question whose :func:`question_key` is ``key``.
+class FileVerdict:
+    """One judge's verdict on the question whose :func:`question_key` is ``key``, as an entry
+    of the YAML verdict file (the store's record is :class:`~needleforge.records.human
+    .HumanVerdict`; a verifier's is :class:`~needleforge.backends.writing.Verdict`).
 
     ``valid`` None means not judged yet (a template entry); then the other flags may be None
     too. A judged entry (``valid`` true or false) carries both other flags.
@@ -111,7 +113,7 @@ _UniqueKeyLoader.add_constructor(
     yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _unique_mapping)
 
 
-def load_verdicts(path: Path) -> dict[str, Verdict]:
+def load_verdicts(path: Path) -> dict[str, FileVerdict]:
     """The verdicts of the file at ``path``, by key (judged and not-yet-judged entries).
 
     Raises:
@@ -129,7 +131,7 @@ def load_verdicts(path: Path) -> dict[str, Verdict]:
     except yaml.YAMLError as err:
         raise VerdictError(f"verdict file {path}: not valid YAML ({err})") from None
     entries = _entries(path, doc)
-    out: dict[str, Verdict] = {}
+    out: dict[str, FileVerdict] = {}
     for number, raw in enumerate(entries, start=1):
         verdict = _verdict(path, number, raw)
         if verdict.key in out:
@@ -157,7 +159,7 @@ def _entries(path: Path, doc: Any) -> list[Any]:
     return entries
 
 
-def _verdict(path: Path, number: int, raw: Any) -> Verdict:
+def _verdict(path: Path, number: int, raw: Any) -> FileVerdict:
     where = f"verdict file {path}: entry {number}"
     if not isinstance(raw, dict):
         raise VerdictError(f"{where}: expected a mapping of {', '.join(_FIELDS)}, got "
@@ -183,12 +185,12 @@ def _verdict(path: Path, number: int, raw: Any) -> Verdict:
                                      or raw["negatives_clean"] is None):
         raise VerdictError(f"{where}: a judged entry (valid: {str(raw['valid']).lower()}) "
                            "needs spans_right and negatives_clean set to true or false")
-    return Verdict(key=raw["key"], question_id=raw["question_id"], valid=raw["valid"],
-                   spans_right=raw["spans_right"], negatives_clean=raw["negatives_clean"],
-                   note=raw["note"] or "")
+    return FileVerdict(key=raw["key"], question_id=raw["question_id"], valid=raw["valid"],
+                       spans_right=raw["spans_right"], negatives_clean=raw["negatives_clean"],
+                       note=raw["note"] or "")
 
 
-def template_yaml(items: Sequence[ReviewItem], verdicts: Mapping[str, Verdict],
+def template_yaml(items: Sequence[ReviewItem], verdicts: Mapping[str, FileVerdict],
                   *, sheet_names: Mapping[str, str] | None = None) -> str:
     """A verdict file listing every question of ``items`` not judged in ``verdicts``, each
     with ``valid: null``, for a judge to fill in and merge into the real file.

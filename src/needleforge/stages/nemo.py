@@ -20,7 +20,8 @@ from needleforge.nemo import (
     index_tables,
     select_targets,
 )
-from needleforge.nemo.checks.negative_scan import ProbeCost, TiledProbe
+from needleforge.nemo.checks.negative_probe import ProbeCost
+from needleforge.nemo.checks.negative_scan import TiledProbe
 from needleforge.nemo.video_keyframes import VERIFY_PER_SCENE
 from needleforge.params import Params
 from needleforge.records import Scene, SceneScan, Video

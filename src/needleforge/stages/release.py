@@ -10,10 +10,13 @@ from pathlib import Path
 from needleforge.params import Params
 from needleforge.quality import GateResult, QualityError
 from needleforge.records.failures import StageFailure
-from needleforge.release import ReleaseReport, build_release
+from needleforge.release import ReleaseData, ReleaseReport, build_release
+from needleforge.release.build import release_target
 from needleforge.release.history import Fingerprint, latest_release, releases_by_build_time
 from needleforge.runtime.progress import OnCount
 from needleforge.stages.validate import release_gate
+from needleforge.store import Store
+from needleforge.store.human import human_verdicts
 
 
 def previous_release(out_root: Path, *, name: str) -> Path | None:
@@ -40,6 +43,18 @@ def earlier_releases(out_root: Path, *, name: str) -> list[Path]:
     return [b.path for b in releases_by_build_time(out_root, exclude=name)]
 
 
+def read_release_data(db: Path) -> ReleaseData:
+    """The records of the store ``db`` a release is built from (opened read-only).
+
+    Raises:
+        StoreError: the store cannot be opened.
+    """
+    with Store(db, read_only=True) as store:
+        return ReleaseData(store.videos(), store.scenes(), store.scene_tags(), store.objects(),
+                           store.montages(), store.questions(), store.verifications(),
+                           human_verdicts(store))
+
+
 def release_store(*, db: Path, name: str, out_root: Path, render_dir: Path | None,
                   params: Params, previous: Path | None, vnbench_dir: Path | None = None,
                   earlier: Sequence[Path] = (), overwrite: bool = False,
@@ -57,6 +72,7 @@ def release_store(*, db: Path, name: str, out_root: Path, render_dir: Path | Non
 
     Raises:
         ReleaseError: see :func:`needleforge.release.build_release`.
+        StoreError: the store cannot be opened.
         QualityError: the gate failed (every failing expectation is listed); no release is
             written and an existing one is left as it was.
     """
@@ -68,7 +84,8 @@ def release_store(*, db: Path, name: str, out_root: Path, render_dir: Path | Non
             raise QualityError(f"release {name} failed its quality gate:\n{result.to_text()}")
         return result
 
-    return build_release(db=db, name=name, out_root=out_root, render_dir=render_dir,
-                         params=params, previous=previous, overwrite=overwrite,
-                         vnbench_dir=vnbench_dir, earlier=earlier, gate=gate,
-                         failures=failures, inputs=inputs, on_step=on_step)
+    release_target(name=name, out_root=out_root, overwrite=overwrite)  # named before a bad store
+    return build_release(data=read_release_data(db), name=name, out_root=out_root,
+                         render_dir=render_dir, params=params, previous=previous,
+                         overwrite=overwrite, vnbench_dir=vnbench_dir, earlier=earlier,
+                         gate=gate, failures=failures, inputs=inputs, on_step=on_step)

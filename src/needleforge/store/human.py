@@ -8,25 +8,15 @@ or vanished stays, and no longer applies to it.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from collections.abc import Iterable
 from typing import Any
 
-from needleforge.records.human import HumanVerdict
+from needleforge.records.human import HumanVerdict, Recorded
 from needleforge.store.db import Store
 
 _COLUMNS = ("source", "source_ref", "question_key", "question_id", "annotator", "choice",
             "valid", "spans_right", "negatives_clean", "note", "answer_spans_json", "updated_at")
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class Recorded:
-    """What :func:`record_human_verdicts` did."""
-
-    new: int
-    changed: int
-    unchanged: int
 
 
 def _row(v: HumanVerdict) -> tuple[Any, ...]:
