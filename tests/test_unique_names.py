@@ -34,8 +34,6 @@ SAME_MEANING: dict[str, frozenset[str]] = {
 TO_RENAME: dict[str, frozenset[str]] = {
     # a verifier's verdict on a question; a human judge's verdict
     "Verdict": frozenset({"backends/writing.py", "review/verdicts.py"}),
-    # two piece-of-a-montage types that issue 34's one span type replaces
-    "_Piece": frozenset({"nemo/grow.py", "nemo/plan.py"}),
 }
 
 
