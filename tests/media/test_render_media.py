@@ -18,9 +18,10 @@ import numpy as np
 import pytest
 
 from needleforge.errors import MediaError
-from needleforge.media.cache import ClipSpec, SceneClipCache, clip_frames, index_path
-from needleforge.media.join import Piece, encode_piece, render_montage
+from needleforge.media.cache import ClipSpec, SceneClipCache, index_path
+from needleforge.media.join import Piece, encode_piece, plan_pieces, render_montage
 from needleforge.params import RenderParams
+from needleforge.records import FrameSpan, frame_at
 from tests.conftest import ffmpeg as run_ffmpeg
 
 PROFILE = RenderParams(width=160, height=90, fps=25, preset="veryfast")
@@ -74,7 +75,7 @@ def test_clip_holds_the_frames_of_its_range(sources: dict[str, Path], tmp_path: 
     assert frame_codes(same_rate.path) == list(range(100, 175))
     # 30 fps resampled to 25 fps, starting between source frames: sample and hold.
     resampled = cache.ensure(ClipSpec(sources["30"], 2.51, 6.0))
-    assert resampled.n_frames == clip_frames(6.0 - 2.51, fps=25) == 87
+    assert resampled.n_frames == frame_at(6.0 - 2.51, rate=25) == 87
     assert frame_codes(resampled.path) == expected_codes(2.51, 87, src_fps=30)
     # A range running to the very end of the source.
     tail = cache.ensure(ClipSpec(sources["25"], 18.0, 20.0))
@@ -105,11 +106,12 @@ def test_montage_shows_planned_source_frames(sources: dict[str, Path], tmp_path:
     cache = SceneClipCache(tmp_path / "cache", profile=PROFILE)
     a = cache.ensure(ClipSpec(sources["25"], 2.0, 9.0)).path  # source frames 50..224
     b = cache.ensure(ClipSpec(sources["30"], 1.0, 7.0)).path  # 30 fps source from 1.0 s
-    pieces = [Piece(a, 3.0, 1.5), Piece(b, 2.0, 0.7), Piece(a, 0.0, 2.02), Piece(b, 5, 1.0)]
+    pieces = plan_pieces([(a, 3.0, 1.5), (b, 2.0, 0.7), (a, 0.0, 2.02), (b, 5, 1.0)],
+                         profile=PROFILE, name="m")
     out = render_montage(pieces, tmp_path / "m.mp4", profile=PROFILE)
     planned_s = 1.5 + 0.7 + 2.02 + 1.0
     assert abs(out.duration_s - planned_s) <= 1 / PROFILE.fps
-    assert out.n_frames == clip_frames(planned_s, fps=25) == 131
+    assert out.n_frames == frame_at(planned_s, rate=25) == 131
     # Piece ends fall at round(cumulative seconds * 25), half up: 37.5 → 38, 55, 105.5 → 106, 131.
     want = ([125 + k for k in range(38)]                   # src25 from 5.0 s
             + expected_codes(3.0, 17, src_fps=30)          # src30 from 1.0 + 2 s
@@ -123,23 +125,54 @@ def test_montage_shows_planned_source_frames(sources: dict[str, Path], tmp_path:
 def test_pieces_must_start_on_a_cached_keyframe(sources: dict[str, Path], tmp_path: Path) -> None:
     clip = SceneClipCache(tmp_path, profile=PROFILE).ensure(ClipSpec(sources["25"], 0, 4)).path
     out = tmp_path / "x.mp4"
-    with pytest.raises(MediaError, match=r"montage bad: piece 1 \(.*\.h264\): starts "
-                                         r"1\.500000 s into its clip, not on a whole second"):
-        render_montage([Piece(clip, 0, 1), Piece(clip, 1.5, 1)], out, profile=PROFILE,
-                       name="bad")
+
+    def plan(*parts: tuple[Path, float, float], profile: RenderParams = PROFILE) -> list[Piece]:
+        return plan_pieces(parts, profile=profile, name="bad")
+
+    with pytest.raises(MediaError, match=r"montage bad: piece 1 \(.*\.h264\): frame 38 "
+                                         r"\(1\.52 s\) is not a keyframe"):
+        render_montage(plan((clip, 0, 1), (clip, 1.5, 1)), out, profile=PROFILE, name="bad")
     with pytest.raises(MediaError, match=r"piece 0 .* wants \[3, 5\.000\) s but the clip "
                                          r"holds 100 frames"):
-        render_montage([Piece(clip, 3, 2.0)], out, profile=PROFILE)
+        plan((clip, 3, 2.0))
     with pytest.raises(MediaError, match="not a cached clip"):
-        render_montage([Piece(sources["30"], 0, 1)], out, profile=PROFILE)
+        plan((sources["30"], 0, 1))
     larger = PROFILE.model_copy(update={"width": 320, "height": 180})
     with pytest.raises(MediaError, match="clip is 160x90@25, not the profile's 320x180@25"):
-        render_montage([Piece(clip, 0, 1)], out, profile=larger)
+        plan((clip, 0, 1), profile=larger)
+    with pytest.raises(MediaError, match=r"piece 1 .*: offset 1\.0 s must be >= 0 and "
+                                         r"duration -1\.0 s > 0"):
+        plan((clip, 0.0, 1.0), (clip, 1.0, -1.0))
+    with pytest.raises(MediaError, match=r"montage bad: no piece lasts half a frame \(1 "):
+        plan((clip, 0.0, 0.01))  # 10 ms rounds to no frame
+    # Pieces made by hand are checked too: frames of the clip, at the profile's rate.
+    with pytest.raises(MediaError, match=r"piece 1 .*: frames \[75, 101\) at 25 fps are not "
+                                         r"among the clip's 100 at 25 fps"):
+        render_montage([Piece(clip, FrameSpan(0, 25, 25)), Piece(clip, FrameSpan(75, 101, 25))],
+                       out, profile=PROFILE)
+    with pytest.raises(MediaError, match=r"piece 0 .*: frames \[0, 30\) at 30 fps"):
+        render_montage([Piece(clip, FrameSpan(0, 30, 30))], out, profile=PROFILE)
+    with pytest.raises(MediaError, match="has no pieces"):
+        render_montage([], out, profile=PROFILE)
     index = json.loads(index_path(clip).read_text())
     index_path(clip).write_text(json.dumps({**index, "keyframes": [0]}))
     with pytest.raises(MediaError, match=r"frame 25 \(1 s\) is not a keyframe"):
-        render_montage([Piece(clip, 1, 1)], out, profile=PROFILE)
+        render_montage(plan((clip, 1, 1)), out, profile=PROFILE)
     assert not out.exists()
+
+
+def test_a_part_one_frame_short_is_made_up_by_the_next(sources: dict[str, Path],
+                                                       tmp_path: Path) -> None:
+    cache = SceneClipCache(tmp_path, profile=PROFILE)
+    a = cache.ensure(ClipSpec(sources["25"], 0, 4)).path   # 100 frames
+    b = cache.ensure(ClipSpec(sources["25"], 0, 1)).path   # 25 frames
+    # 1.02 s from 3 s wants frames 0..25.5 → 26, the clip has 25 left: the 10 ms part after it
+    # (no frame of its own: 1.03 s is frame 25.75 → 26) makes the frame up, as joins always did.
+    pieces = plan_pieces([(a, 3.0, 1.02), (b, 0.0, 0.01), (a, 0.0, 1.0)], profile=PROFILE,
+                         name="m")
+    assert [(p.clip, p.span) for p in pieces] == [
+        (a, FrameSpan(75, 100, 25)), (b, FrameSpan(0, 1, 25)), (a, FrameSpan(0, 25, 25))]
+    assert render_montage(pieces, tmp_path / "m.mp4", profile=PROFILE).n_frames == 51
 
 
 def test_other_aspect_ratios_are_padded_not_stretched(tmp_path: Path) -> None:
@@ -166,8 +199,8 @@ def test_encoded_pieces_join_copied_clips(sources: dict[str, Path], tmp_path: Pa
         stream=ffmpeg.input(str(sources["25"]), ss=2).drawtext(text="100% 'it': works", x=2, y=70,
                                                        fontcolor="white", fontsize=12))
     assert drawn.n_frames == 10
-    pieces = [Piece(clip, 0, 1.0), Piece(still.path, 0, 1.0), Piece(drawn.path, 0, 0.4),
-              Piece(clip, 1, 1.0)]
+    pieces = plan_pieces([(clip, 0, 1.0), (still.path, 0, 1.0), (drawn.path, 0, 0.4),
+                          (clip, 1, 1.0)], profile=PROFILE, name="edited")
     out = render_montage(pieces, tmp_path / "edited.mp4", profile=PROFILE)
     assert out.n_frames == 85
     codes = frame_codes(out.path)
@@ -189,8 +222,8 @@ def test_audio_profile_keeps_a_normalized_track(tmp_path: Path) -> None:
     a = cache.ensure(ClipSpec(loud, 0.0, 3.0)).path
     b = cache.ensure(ClipSpec(silent, 1.0, 4.0)).path
     assert a.with_suffix(".m4a").is_file() and b.with_suffix(".m4a").is_file()
-    out = render_montage([Piece(a, 1, 1.6), Piece(b, 0, 2.0)], tmp_path / "a.mp4",
-                         profile=profile)
+    out = render_montage(plan_pieces([(a, 1, 1.6), (b, 0, 2.0)], profile=profile, name="a"),
+                         tmp_path / "a.mp4", profile=profile)
     assert out.n_frames == 90
     with av.open(str(out.path)) as container:
         stream = container.streams.audio[0]

@@ -30,7 +30,7 @@ from needleforge.vnbench import VNBenchResult, VNBenchSample
 from needleforge.vnbench.clip_seconds import decode_file
 from needleforge.vnbench.pictures import still_frame
 from needleforge.vnbench.sample_render import SampleRender, render_sample, render_sample_from_source
-from needleforge.vnbench.splice import HayPiece, SplicePlan, splice_plan
+from needleforge.vnbench.splice import SplicePlan, splice_plan
 from needleforge.vnbench.text import TextStyle, default_font_path
 from tests.conftest import ffmpeg
 from tests.vnbench.vnbench_cases import PROFILE, haystack_frame, mean_abs_diff
@@ -128,7 +128,7 @@ def plan_of(sample: VNBenchSample) -> SplicePlan:
 def copied_frames(sample: VNBenchSample) -> set[int]:
     """Haystack frames the plan copies from the source."""
     return {f for i in plan_of(sample).items if isinstance(i, CopyRun)
-            for f in range(i.start, i.end)}
+            for f in range(i.span.start, i.span.end)}
 
 
 def source_frames(sample: VNBenchSample) -> list[np.ndarray]:
@@ -187,9 +187,9 @@ def test_untouched_gops_are_the_source_packets_byte_for_byte(
         at = 0
         assert any(isinstance(i, CopyRun) for i in plan.items), task
         for item in plan.items:
-            n = item.end - item.start if isinstance(item, CopyRun | HayPiece) else item.n_frames
+            n = item.span.n_frames
             if isinstance(item, CopyRun):
-                start_s = (source.first_frame + item.start) / FPS
+                start_s = (source.first_frame + item.span.start) / FPS
                 want = list(_packets(Path(sample.haystack.source), start_s=start_s))[:n]
                 assert out[at: at + n] == want, (task, item)
                 copied += n

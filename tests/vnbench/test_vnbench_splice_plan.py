@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 from needleforge.media.gop import CopyRun, GopRefusal, GopSource, PieceCodec
 from needleforge.media.h264 import AvcConfig, annexb_units, nal_units, param_set_id
 from needleforge.params import VNBenchParams
+from needleforge.records import FrameSpan
 from needleforge.vnbench.plan import edit_seconds, insert_points, place
 from needleforge.vnbench.records import Haystack, Method, Needle, VNBenchSample
 from needleforge.vnbench.splice import (
@@ -71,9 +72,9 @@ def expand(plan: SplicePlan) -> list[int | str]:
     out: list[int | str] = []
     for item in plan.items:
         if isinstance(item, CopyRun | HayPiece):
-            out += list(range(item.start, item.end))
+            out += list(range(item.span.start, item.span.end))
         else:
-            out += [item.needle.label] * item.n_frames
+            out += [item.needle.label] * item.span.n_frames
     return out
 
 
@@ -83,10 +84,10 @@ def feed(plan: SplicePlan) -> list[int | str]:
     for item in plan.items:
         if isinstance(item, HayPiece):
             assert item.feed == len(fed)
-            fed += list(range(item.start, item.end))
+            fed += list(range(item.span.start, item.span.end))
         elif isinstance(item, InsertPiece) and item.feed is not None:
             assert item.feed == len(fed)
-            fed += [item.needle.label] * item.n_frames
+            fed += [item.needle.label] * item.span.n_frames
     return fed
 
 
@@ -142,8 +143,11 @@ def test_plan_shows_the_haystack_in_order_with_needles_where_planned(
              for f in range(n.haystack_s * FPS, (n.haystack_s + 1) * FPS)}
     for item in plan.items:
         if isinstance(item, CopyRun):
-            assert item.start in bounds and item.end in bounds  # whole GOPs only
-            assert not edits & set(range(item.start, item.end))
+            assert item.span.start in bounds and item.span.end in bounds  # whole GOPs only
+            assert not edits & set(range(item.span.start, item.span.end))
+        elif isinstance(item, InsertPiece):  # shown where the question's metadata says
+            assert item.span == FrameSpan.from_seconds(item.needle.start_s, item.needle.end_s,
+                                                       rate=FPS)
     fed = feed(plan)
     assert [f for f in fed if isinstance(f, int)] == [f for a, b in plan.runs
                                                       for f in range(a, b)]
@@ -173,7 +177,8 @@ def test_an_insertion_on_a_gop_boundary_reencodes_nothing() -> None:
     plan = splice_plan(sample, fake_source(list(range(0, 101, 20)), n_frames=100),
                        max_gop_s=MAX_GOP_S)
     assert isinstance(plan, SplicePlan) and plan.runs == ()
-    assert plan.items[0] == CopyRun(0, 40) and plan.items[2] == CopyRun(40, 100)
+    assert plan.items[0] == CopyRun(FrameSpan(0, 40, FPS))
+    assert plan.items[2] == CopyRun(FrameSpan(40, 100, FPS))
 
 
 def test_a_needle_in_a_long_gop_is_refused_with_its_length() -> None:

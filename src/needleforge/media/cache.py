@@ -10,8 +10,9 @@ montage takes any whole-second-aligned run of frames by byte slicing: no probing
 bitexact flags, so the same inputs give the same bytes on any machine, and clips of different
 content share identical SPS/PPS.
 
-**Frame selection.** A clip of ``[start_s, end_s)`` has ``N = round((end_s - start_s) * fps)``
-(half up) frames (duration ``N / fps``). Clip frame ``k`` shows the source frame on screen at
+**Frame selection.** A clip of ``[start_s, end_s)`` has
+``N = frame_at(end_s - start_s)`` (:func:`~needleforge.records.span.frame_at`: half up) frames
+(duration ``N / fps``). Clip frame ``k`` shows the source frame on screen at
 ``t_k = start_s + k / fps``: the last source frame whose timestamp is ``<= t_k + 1 ms`` (the
 millisecond absorbs float rounding of frame-aligned scene bounds). When the source runs at the
 profile rate and ``start_s`` is on a frame, clip frame ``k`` is exactly source frame
@@ -46,6 +47,7 @@ from needleforge.errors import MediaError, OutputError
 from needleforge.media.ffmpeg import ffmpeg_binary
 from needleforge.media.outputs import scratch_path
 from needleforge.params import RenderParams
+from needleforge.records import frame_at
 
 #: Bump when the encoding recipe changes, so old clips are not reused under new rules.
 CACHE_VERSION = 2
@@ -65,12 +67,6 @@ _WRITE_FAILURES = ("Error opening output", "File too large", "No space left on d
                    "Disk quota exceeded", "Read-only file system")
 #: ffmpeg before 6.0 says only ``<output>: Permission denied`` when it cannot open its output.
 _OPEN_REFUSED = "Permission denied"
-
-
-def clip_frames(duration_s: float, *, fps: int) -> int:
-    """Frames of a clip or piece lasting ``duration_s`` at ``fps``: ``duration_s * fps``
-    rounded half up (not Python's half-to-even, so 0.5 s at 25 fps is 13 frames)."""
-    return math.floor(duration_s * fps + 0.5)
 
 
 def video_encoder_options(profile: RenderParams) -> dict[str, str]:
@@ -318,7 +314,7 @@ class SceneClipCache:
         or yields a clip with the wrong number of frames.
         """
         path = self.path_for(spec)
-        n_frames = clip_frames(spec.end_s - spec.start_s, fps=self.profile.fps)
+        n_frames = frame_at(spec.end_s - spec.start_s, rate=self.profile.fps)
         with self._lock:
             key_lock = self._key_locks.setdefault(path.stem, threading.Lock())
         with key_lock:

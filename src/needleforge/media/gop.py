@@ -45,7 +45,8 @@ from typing import Any
 import av
 
 from needleforge.errors import MediaError
-from needleforge.media.h264 import AvcConfig, FreshPiece, has_idr, param_set_id
+from needleforge.media.h264 import AvcConfig, EncodedRun, has_idr, param_set_id
+from needleforge.records import FrameSpan
 
 #: H.264 profile_idc → the x264 profile that encodes within it (others are refused).
 X264_PROFILES = {66: "baseline", 77: "main", 100: "high"}
@@ -384,13 +385,12 @@ def _decode_run(container: Any, stream: Any, source: GopSource, *, start: int, e
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class CopyRun:
-    """Haystack frames ``[start, end)``, whole GOPs of the source, copied packet for packet."""
+    """Haystack frames ``span``, whole GOPs of the source, copied packet for packet."""
 
-    start: int
-    end: int
+    span: FrameSpan
 
 
-Item = CopyRun | FreshPiece
+Item = CopyRun | EncodedRun
 
 
 def mux_spliced(source: GopSource, items: Sequence[Item], out: Path) -> int:
@@ -399,7 +399,7 @@ def mux_spliced(source: GopSource, items: Sequence[Item], out: Path) -> int:
     Raises:
         MediaError: when a copy run is not whole GOPs or the source's packets run out.
     """
-    fresh = [i for i in items if isinstance(i, FreshPiece)]
+    fresh = [i for i in items if isinstance(i, EncodedRun)]
     if len({(p.sps, p.pps) for p in fresh}) > 1:
         raise MediaError(f"{out.name}: fresh pieces with different parameter sets")
     extradata = source.avcc.with_sets([fresh[0].sps], [fresh[0].pps]) if fresh else None
@@ -417,7 +417,7 @@ def mux_spliced(source: GopSource, items: Sequence[Item], out: Path) -> int:
         for item in items:  # frame k at k / fps, DTS one tick a packet, delay ticks behind
             if isinstance(item, CopyRun):
                 packets = [p for _ in _gops_in(source, item) for p in next(gops)]
-                offsets = [source.frame_of(p.pts) - item.start for p in packets]
+                offsets = [source.frame_of(p.pts) - item.span.start for p in packets]
             else:
                 packets = [_fresh_packet(u, k) for u, k in zip(item.units, item.keyframes,
                                                               strict=True)]
@@ -434,9 +434,10 @@ def mux_spliced(source: GopSource, items: Sequence[Item], out: Path) -> int:
 
 
 def _gops_in(source: GopSource, run: CopyRun) -> list[tuple[int, int]]:
-    gops = [(a, b) for a, b in itertools.pairwise(source.bounds) if run.start <= a < run.end]
-    if not gops or gops[0][0] != run.start or gops[-1][1] != run.end:
-        raise MediaError(f"{source.path}: frames [{run.start}, {run.end}) are not whole GOPs")
+    start, end = run.span.start, run.span.end
+    gops = [(a, b) for a, b in itertools.pairwise(source.bounds) if start <= a < end]
+    if not gops or gops[0][0] != start or gops[-1][1] != end:
+        raise MediaError(f"{source.path}: frames [{start}, {end}) are not whole GOPs")
     return gops
 
 

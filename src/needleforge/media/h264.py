@@ -120,8 +120,9 @@ def has_idr(packet: bytes, *, length_size: int) -> bool:
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
-class FreshPiece:
-    """A freshly encoded piece: its access units (length-prefixed) and keyframe flags."""
+class EncodedRun:
+    """A run of freshly encoded frames: their access units (length-prefixed), keyframe flags
+    and parameter sets (bytes, not a time span)."""
 
     units: tuple[bytes, ...]
     keyframes: tuple[bool, ...]
@@ -129,7 +130,7 @@ class FreshPiece:
     pps: bytes
 
 
-def read_piece(path: Path, *, length_size: int, n_frames: int) -> FreshPiece:
+def read_piece(path: Path, *, length_size: int, n_frames: int) -> EncodedRun:
     """Split an Annex B piece (an AUD before each frame) into length-prefixed access units.
 
     Raises:
@@ -152,5 +153,5 @@ def read_piece(path: Path, *, length_size: int, n_frames: int) -> FreshPiece:
     if len(units) != n_frames or not keys or not keys[0] or len(params) != 2:
         raise MediaError(f"{path}: encoded {len(units)} frames (expected {n_frames}), first "
                          f"IDR {bool(keys and keys[0])}, parameter sets {sorted(params)}")
-    return FreshPiece(units=tuple(units), keyframes=tuple(keys), sps=params[NAL_SPS],
+    return EncodedRun(units=tuple(units), keyframes=tuple(keys), sps=params[NAL_SPS],
                       pps=params[NAL_PPS])

@@ -1,21 +1,23 @@
 """Montages joined by stream copy from cached clips, and freshly encoded edited pieces.
 
-A montage is a list of :class:`Piece` objects: ``duration_s`` of a cached clip (see
-:mod:`needleforge.media.cache`) from ``offset_s``, a whole number of seconds, where the clip
-has a keyframe. The join copies the coded frames: each piece's frames are sliced out of its
-raw H.264 stream by the clip's byte index and muxed into the mp4 with PyAV, with timestamps
-``0, 1, 2, …`` frames, so the output plays contiguously and nothing is decoded or encoded.
-Because clips have no B-frames, a piece may end on any frame.
+A montage is a list of :class:`Piece` objects: frames of a cached clip (see
+:mod:`needleforge.media.cache`) from one of its keyframes, one every second. The join copies
+the coded frames: each piece's frames are sliced out of its raw H.264 stream by the clip's byte
+index and muxed into the mp4 with PyAV, with timestamps ``0, 1, 2, …`` frames, so the output
+plays contiguously and nothing is decoded or encoded. Because clips have no B-frames, a piece
+may end on any frame.
 
 Why not ffmpeg's concat demuxer (``inpoint``/``outpoint``, ``-c copy``)? It opens and probes
 every piece, which decodes several frames each (``avformat_find_stream_info``): about 7 ms of
 CPU per piece here, several times the cost of the copy itself, and for NeMo-length segments
 (4–12 s) the largest cost of a montage. Byte slicing by index costs about 7 µs per frame.
 
-**Frame rounding.** Piece ``i`` ends at montage frame ``round(D_i * fps)`` (half up), where
-``D_i`` is the sum of the durations of pieces ``0..i``, so boundaries are within half a frame
-of the plan and rounding never accumulates. A piece asking one frame more than its clip holds
-(rounding at a scene end) takes what there is; a piece that rounds to zero frames is dropped.
+**Frame rounding.** :func:`plan_pieces` turns parts in seconds (``offset_s`` into a clip,
+``duration_s``) into pieces: part ``i`` ends at montage frame ``frame_at(D_i)``
+(:func:`~needleforge.records.span.frame_at`), where ``D_i`` is the sum of the durations of
+parts ``0..i``, so boundaries are within half a frame of the plan and rounding never
+accumulates. A part asking one frame more than its clip holds (rounding at a scene end) takes
+what there is, and the next part makes the frame up; a part left no frame is dropped.
 
 **Audio** (``profile.audio``): each clip has an AAC sidecar ``<clip>.m4a``; ffmpeg's concat
 demuxer joins the sidecars with the same points and re-encodes them through
@@ -24,7 +26,7 @@ timeline within one AAC frame (about 21 ms) at each join. Only the video is veri
 
 :func:`encode_piece` encodes a short edited piece (frames with text drawn on, an inserted
 still) into the cached-clip format with the same stream parameters, so it joins copied
-pieces as ``Piece(path, 0, d)``.
+pieces as the part ``(path, 0, d)``.
 """
 
 from __future__ import annotations
@@ -32,8 +34,6 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import math
-import os
-import threading
 import time
 from collections.abc import Iterator, Sequence
 from fractions import Fraction
@@ -52,7 +52,6 @@ from needleforge.media.cache import (
     ClipIndex,
     as_args,
     audio_encoder_options,
-    clip_frames,
     finish_clip,
     normalize_filter,
     normalize_steps,
@@ -60,20 +59,55 @@ from needleforge.media.cache import (
     run_ffmpeg_measured,
     video_encoder_options,
 )
+from needleforge.media.outputs import scratch_path
 from needleforge.params import RenderParams
+from needleforge.records import FrameSpan, frame_at
 
 RGBFrame = npt.NDArray[np.uint8]
-#: How far from a whole second a piece offset may be (float noise of ``src - scene start``).
-OFFSET_TOL_S = 1e-3
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class Piece:
-    """``duration_s`` of cached clip ``clip`` starting ``offset_s`` (a whole second) into it."""
+    """Frames ``span`` of cached clip ``clip`` (starting on one of its keyframes), copied into
+    the montage after the piece before."""
 
     clip: Path
-    offset_s: float
-    duration_s: float
+    span: FrameSpan
+
+
+def plan_pieces(parts: Sequence[tuple[Path, float, float]], *, profile: RenderParams,
+                name: str) -> list[Piece]:
+    """Parts ``(clip, offset_s, duration_s)`` played back to back, as the clip frames the join
+    copies (see "Frame rounding"); ``name`` names the montage in errors.
+
+    Raises:
+        MediaError: no part lasts half a frame; an offset is negative or a duration not > 0; a
+            clip is not a cached clip of ``profile``; a part starts beyond its clip or runs
+            more than a frame past its end.
+    """
+    fps, label = profile.fps, f"montage {name}"
+    indexes = _indexes([clip for clip, _, _ in parts], profile=profile, label=label)
+    pieces: list[Piece] = []
+    planned_s, done = 0.0, 0
+    for i, ((clip, offset_s, duration_s), index) in enumerate(zip(parts, indexes, strict=True)):
+        where = f"{label}: piece {i} ({clip.name})"
+        if not (offset_s >= 0 and duration_s > 0 and math.isfinite(offset_s + duration_s)):
+            raise MediaError(f"{where}: offset {offset_s!r} s must be >= 0 and duration "
+                             f"{duration_s!r} s > 0")
+        first = frame_at(offset_s, rate=fps)
+        planned_s += duration_s
+        wanted = frame_at(planned_s, rate=fps) - done
+        available = index.n_frames - first
+        if available <= 0 or wanted > available + 1:
+            raise MediaError(f"{where}: wants [{first / fps:g}, {(first + wanted) / fps:.3f}) s "
+                             f"but the clip holds {index.n_frames} frames "
+                             f"({index.n_frames / fps:.3f} s)")
+        if min(wanted, available) > 0:
+            pieces.append(Piece(clip, FrameSpan(first, first + min(wanted, available), fps)))
+            done += pieces[-1].span.n_frames
+    if not pieces:
+        raise MediaError(f"{label}: no piece lasts half a frame ({len(parts)} given)")
+    return pieces
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -98,10 +132,6 @@ class _Cut:
     n_frames: int
 
 
-def _scratch(path: Path, suffix: str) -> Path:
-    return path.with_name(f".{path.stem}.{os.getpid()}.{threading.get_ident()}{suffix}")
-
-
 def render_montage(
     pieces: Sequence[Piece], out: Path, *, profile: RenderParams, name: str | None = None
 ) -> RenderedVideo:
@@ -109,15 +139,14 @@ def render_montage(
 
     ``name`` (default: ``out``'s stem) names the montage in errors. Raises
     :class:`MediaError` when there are no pieces; a clip is not a cached clip of this profile;
-    an offset is not a whole second, not on a keyframe, or beyond its clip; a piece runs past
-    its clip's end; ffmpeg fails (audio); or the output's frame count or duration differs from
-    the plan by more than one frame, or its timestamps jump. ``out`` is replaced atomically.
+    a piece is not at the profile's rate, not within its clip or does not start on a keyframe;
+    ffmpeg fails (audio); or the output's frame count differs from the pieces' by more than
+    one frame, or its timestamps jump. ``out`` is replaced atomically.
     """
     label = f"montage {name or out.stem}"
     cuts = _cuts(pieces, profile=profile, label=label)
-    planned_s = math.fsum(p.duration_s for p in pieces)
     out.parent.mkdir(parents=True, exist_ok=True)
-    video, joined = _scratch(out, ".video.mp4"), _scratch(out, ".mp4")
+    video, joined = scratch_path(out, ".video.mp4"), scratch_path(out, ".mp4")
     try:
         started = time.thread_time()
         _mux(cuts, video, profile=profile)
@@ -127,7 +156,7 @@ def render_montage(
         else:
             video.replace(joined)
         n_frames, duration_s = verify_video(joined, profile=profile, label=label,
-                                            planned_s=planned_s)
+                                            planned_frames=sum(c.n_frames for c in cuts))
         joined.replace(out)
     finally:
         video.unlink(missing_ok=True)
@@ -136,41 +165,34 @@ def render_montage(
 
 
 def _cuts(pieces: Sequence[Piece], *, profile: RenderParams, label: str) -> list[_Cut]:
-    """First frame and frame count of every piece (see "Frame rounding")."""
+    """Every piece with its clip's index, checked: at the profile's rate, inside its clip,
+    starting on a keyframe."""
     if not pieces:
         raise MediaError(f"{label}: has no pieces")
     fps = profile.fps
-    indexes: dict[Path, ClipIndex] = {}
     cuts: list[_Cut] = []
-    planned_s, done = 0.0, 0
-    for i, piece in enumerate(pieces):
-        where = f"{label}: piece {i} ({piece.clip.name})"
-        if piece.clip not in indexes:
-            indexes[piece.clip] = _profile_index(piece.clip, profile=profile, where=where)
-        index = indexes[piece.clip]
-        offset = round(piece.offset_s)
-        if piece.offset_s < 0 or abs(piece.offset_s - offset) > OFFSET_TOL_S:
-            raise MediaError(f"{where}: starts {piece.offset_s:.6f} s into its clip, not on a "
-                             "whole second (a cached keyframe)")
-        if not (math.isfinite(piece.duration_s) and piece.duration_s > 0):
-            raise MediaError(f"{where}: duration {piece.duration_s!r} must be > 0")
-        first = offset * fps
-        planned_s += piece.duration_s
-        wanted = clip_frames(planned_s, fps=fps) - done
-        available = index.n_frames - first
-        if available <= 0 or wanted > available + 1:
-            raise MediaError(f"{where}: wants [{offset}, {offset + wanted / fps:.3f}) s but "
-                             f"the clip holds {index.n_frames} frames "
-                             f"({index.n_frames / fps:.3f} s)")
-        if first not in index.keyframes:
-            raise MediaError(f"{where}: frame {first} ({offset} s) is not a keyframe")
-        n_frames = min(wanted, available)
-        if n_frames > 0:
-            cuts.append(_Cut(clip=piece.clip, index=index, first=first, n_frames=n_frames))
-            done += n_frames
-    if not cuts:
-        raise MediaError(f"{label}: every piece is shorter than half a frame")
+    indexes = _indexes([p.clip for p in pieces], profile=profile, label=label)
+    for i, (piece, index) in enumerate(zip(pieces, indexes, strict=True)):
+        where, span = f"{label}: piece {i} ({piece.clip.name})", piece.span
+        if span.rate != fps or span.end > index.n_frames:
+            raise MediaError(f"{where}: frames [{span.start}, {span.end}) at {span.rate} fps "
+                             f"are not among the clip's {index.n_frames} at {fps} fps")
+        if span.start not in index.keyframes:
+            raise MediaError(f"{where}: frame {span.start} ({span.start_s:g} s) is not a "
+                             "keyframe")
+        cuts.append(_Cut(clip=piece.clip, index=index, first=span.start,
+                         n_frames=span.n_frames))
     return cuts
+
+
+def _indexes(clips: Sequence[Path], *, profile: RenderParams, label: str) -> list[ClipIndex]:
+    """The index of each clip (read once per clip), checked against ``profile``."""
+    read: dict[Path, ClipIndex] = {}
+    for i, clip in enumerate(clips):
+        if clip not in read:
+            read[clip] = _profile_index(clip, profile=profile,
+                                        where=f"{label}: piece {i} ({clip.name})")
+    return [read[clip] for clip in clips]
 
 
 def _profile_index(clip: Path, *, profile: RenderParams, where: str) -> ClipIndex:
@@ -230,7 +252,7 @@ def _add_audio(
         lines += [f"file {quoted}", f"inpoint {start:.6f}",
                   f"outpoint {start + cut.n_frames / fps:.6f}",
                   f"duration {cut.n_frames / fps:.6f}"]
-    listing = _scratch(out, ".ffconcat")
+    listing = scratch_path(out, ".ffconcat")
     listing.write_text("\n".join(lines) + "\n", "utf-8")
     total_s = sum(c.n_frames for c in cuts) / fps
     try:
@@ -245,12 +267,12 @@ def _add_audio(
 
 
 def verify_video(
-    path: Path, *, profile: RenderParams, label: str, planned_s: float
+    path: Path, *, profile: RenderParams, label: str, planned_frames: int
 ) -> tuple[int, float]:
     """Frames and duration of ``path`` (demuxed with PyAV), checked against the plan.
 
-    Raises :class:`MediaError` naming ``label`` when the frame count or duration is more than
-    one frame away from ``planned_s`` or the timestamps do not advance one frame at a time.
+    Raises :class:`MediaError` naming ``label`` when the frame count is more than one frame
+    away from ``planned_frames`` or the timestamps do not advance one frame at a time.
     """
     with av.open(str(path)) as container:
         stream = container.streams.video[0]
@@ -265,11 +287,9 @@ def verify_video(
                          f"irregular steps {jumps[:3]} where {float(step):g} expected)")
     n_frames = len(pts)
     duration_s = float((pts[-1] + step) * tb)
-    planned_frames = clip_frames(planned_s, fps=profile.fps)
-    one_frame = 1 / profile.fps
-    if abs(n_frames - planned_frames) > 1 or abs(duration_s - planned_s) > one_frame + 1e-6:
+    if abs(n_frames - planned_frames) > 1:
         raise MediaError(f"{label}: rendered {n_frames} frames / {duration_s:.3f} s but the "
-                         f"plan is {planned_frames} frames / {planned_s:.3f} s")
+                         f"plan is {planned_frames} frames")
     return n_frames, duration_s
 
 
@@ -300,13 +320,13 @@ def encode_piece(
         n_frames = len(frames)
         args, chunks = _frames_args(frames, profile=profile, what=out.name), _bytes(frames)
     else:
-        n_frames = clip_frames(duration_s or 0.0, fps=profile.fps)
+        n_frames = frame_at(duration_s or 0.0, rate=profile.fps)
         if n_frames < 1:
             raise MediaError(f"encode_piece {out.name}: a stream needs duration_s of at least "
                              f"one frame (got {duration_s!r})")
         args, chunks = _stream_args(stream, profile=profile, n_frames=n_frames), None
     out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = _scratch(out, ".h264")
+    tmp = scratch_path(out, ".h264")
     try:
         cpu_s = run_ffmpeg_measured([*args, str(tmp)], what=f"piece {out}", stdin_chunks=chunks)
         finish_clip(tmp, out, profile=profile, n_frames=n_frames, what=f"piece {out}")

@@ -28,18 +28,17 @@ the targets and every segment, so equal inputs give equal plans.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import itertools
-import json
 import random
 from collections.abc import Iterator, Sequence
 from typing import Literal, TypeAlias
 
 from needleforge.nemo.checks.negative_scan import KnowsLabels, NegativeProbe
-from needleforge.nemo.multi import Span, draw_piece_count, interleave, split_span
+from needleforge.nemo.multi import ScenePiece, draw_piece_count, interleave, split_span, tile
+from needleforge.nemo.plan import content_digest
 from needleforge.nemo.pool import ScenePool, TermIndex, lazy_shuffle
 from needleforge.nemo.sources import Source
-from needleforge.records import Bucket, Montage, Role, Scene, Segment, bucket_for
+from needleforge.records import Bucket, Montage, Scene, Segment, bucket_for
 
 Needles: TypeAlias = Literal["single", "multi"]
 _EPS = 1e-9
@@ -82,14 +81,6 @@ class PlanContext:
     probe: NegativeProbe | None = None
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
-class _Piece:
-    scene: Scene
-    span: Span
-    role: Role
-    target_id: str | None = None
-
-
 def blocked(
     scene_id: str, *, excluded: frozenset[str], claims: Sequence[frozenset[str]],
     index: TermIndex,
@@ -116,16 +107,11 @@ def compatible(a: Source, b: Source, *, index: TermIndex) -> bool:
                             claims=(a.claims,) if a.claims else (), index=index))
 
 
-def _digest(payload: object) -> str:
-    text = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
-
-
 def expanded_montage_id(
     lane: Lane, sources: Sequence[Source], segments: Sequence[Segment], *, seed: int
 ) -> str:
     """``m`` + 16 hex digits of the sha256 of the lane, seed, targets and every segment."""
-    return "m" + _digest({
+    return "m" + content_digest({
         "stage": "expand", "bucket": lane.bucket, "needles": lane.needles, "seed": seed,
         "targets": sorted([s.needle_type, s.target_id] for s in sources),
         "segments": [[s.scene_id, round(s.src_start_s, 6), round(s.src_end_s, 6), s.role,
@@ -136,11 +122,11 @@ def expanded_montage_id(
 def _target_pieces(
     sources: Sequence[Source], lane: Lane, *, ctx: PlanContext, room: int | None,
     rng: random.Random,
-) -> list[_Piece] | GroupSkip:
-    pieces: list[_Piece] = []
+) -> list[ScenePiece] | GroupSkip:
+    pieces: list[ScenePiece] = []
     for i, source in enumerate(sources):
         if lane.needles == "single":
-            pieces.append(_Piece(source.scene, source.span, "target", source.target_id))
+            pieces.append(ScenePiece(source.scene, *source.span, "target", source.target_id))
             continue
         left = None if room is None else room - (len(sources) - 1 - i) * 2 - len(pieces)
         n = draw_piece_count(source.span, min_piece_s=ctx.min_piece_s,
@@ -149,7 +135,7 @@ def _target_pieces(
             return GroupSkip(f"target {source.target_id} ({source.duration_s:.2f} s) cannot "
                              f"be cut into 2+ pieces of >= {ctx.min_piece_s} s kept apart by "
                              f"the montage's negatives")
-        pieces.extend(_Piece(source.scene, span, "target", source.target_id) for span in
+        pieces.extend(ScenePiece(source.scene, *span, "target", source.target_id) for span in
                       split_span(source.span, n_pieces=n, min_piece_s=ctx.min_piece_s,
                                  rng=rng))
     return pieces
@@ -247,27 +233,9 @@ def _shortfall(
     )
 
 
-def _tile(pieces: Sequence[_Piece]) -> tuple[Segment, ...]:
-    segments: list[Segment] = []
-    clock = 0.0
-    counters: dict[str, int] = {}
-    for position, piece in enumerate(pieces):
-        index = None
-        if piece.role == "target" and piece.target_id is not None:
-            index = counters.get(piece.target_id, 0)
-            counters[piece.target_id] = index + 1
-        segment = Segment(position=position, video_id=piece.scene.video_id,
-                          scene_id=piece.scene.scene_id, src_start_s=piece.span[0],
-                          src_end_s=piece.span[1], montage_start_s=round(clock, 9),
-                          role=piece.role, needle_index=index, target_id=piece.target_id)
-        segments.append(segment)
-        clock = segment.montage_end_s
-    return tuple(segments)
-
-
 def _layout(
     sources: Sequence[Source], lane: Lane, *, ctx: PlanContext, rng: random.Random
-) -> tuple[list[Scene], list[_Piece]] | GroupSkip:
+) -> tuple[list[Scene], list[ScenePiece]] | GroupSkip:
     """The negatives and target segments of the montage, before ordering."""
     if lane.bucket == "short":
         # The negatives are fixed, so the piece count is drawn to fit between them.
@@ -360,10 +328,9 @@ def plan_group(
     if isinstance(layout, GroupSkip):
         return layout
     scenes, pieces = layout
-    negatives = [_Piece(scene, (scene.start_s, scene.end_s), "negative") for scene in scenes]
+    negatives = [ScenePiece(scene, scene.start_s, scene.end_s, "negative") for scene in scenes]
     rng.shuffle(negatives)
-    segments = _tile(interleave(negatives, pieces, rng=rng,
-                                duration=lambda p: p.span[1] - p.span[0]))
+    segments = tile(interleave(negatives, pieces, rng=rng, duration=lambda p: p.duration_s))
     duration_s = segments[-1].montage_end_s
     if bucket_for(duration_s) != lane.bucket:
         return GroupSkip(f"montage of {duration_s:.2f} s falls in bucket "

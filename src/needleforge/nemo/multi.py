@@ -28,17 +28,61 @@ Rules kept here (the planner in :mod:`~needleforge.nemo.grow` relies on them):
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 import random
 from collections.abc import Callable, Sequence
 from typing import TypeAlias, TypeVar
 
+from needleforge.records import Role, Scene, Segment
+
 #: ``(start_s, end_s)`` in source seconds.
 Span: TypeAlias = tuple[float, float]
 _T = TypeVar("_T")
 #: Slack for float seconds compared against whole-second thresholds.
 _EPS = 1e-9
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ScenePiece:
+    """Source seconds ``[start_s, end_s)`` of ``scene`` bound for a montage: a negative scene
+    or (a piece of) target ``target_id``. Seconds, not a
+    :class:`~needleforge.records.span.FrameSpan`: the stored segments and the ids hashed from
+    them are these floats, from the same float sums since the first plans, and exact times
+    differ in the last bit (``(0.587589 + 1) + 3`` is ``4.5875889999999995``)."""
+
+    scene: Scene
+    start_s: float
+    end_s: float
+    role: Role
+    target_id: str | None = None
+
+    @property
+    def duration_s(self) -> float:
+        """Length of the piece in seconds."""
+        return self.end_s - self.start_s
+
+
+def tile(pieces: Sequence[ScenePiece]) -> tuple[Segment, ...]:
+    """The pieces as montage segments back to back, target pieces numbered per target in
+    order (``needle_index`` 0, 1, …). Starts are rounded to 1 ns so sums print cleanly (15.0,
+    not 14.999999999999998) while staying far inside the montage's 1 µs tiling tolerance."""
+    segments: list[Segment] = []
+    clock = 0.0
+    counters: dict[str | None, int] = {}
+    for position, piece in enumerate(pieces):
+        index = None
+        if piece.role == "target":
+            index = counters.get(piece.target_id, 0)
+            counters[piece.target_id] = index + 1
+        segment = Segment(position=position, video_id=piece.scene.video_id,
+                          scene_id=piece.scene.scene_id, src_start_s=piece.start_s,
+                          src_end_s=piece.end_s, montage_start_s=round(clock, 9),
+                          role=piece.role, needle_index=index, target_id=piece.target_id)
+        segments.append(segment)
+        clock = segment.montage_end_s
+    return tuple(segments)
 
 
 def _whole_piece_s(min_piece_s: float) -> int:

@@ -33,10 +33,10 @@ import json
 import random
 from collections.abc import Callable, Sequence
 
-from needleforge.nemo.multi import time_gaps
+from needleforge.nemo.multi import ScenePiece, tile, time_gaps
 from needleforge.nemo.targets import Target
 from needleforge.params import NemoParams
-from needleforge.records import Montage, NeedleType, Role, Scene, Segment, bucket_for
+from needleforge.records import Montage, NeedleType, Scene, Segment, bucket_for
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -46,27 +46,16 @@ class PlanSkip:
     reason: str
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
-class _Piece:
-    scene: Scene
-    src_start_s: float
-    src_end_s: float
-    role: Role
-
-    @property
-    def duration_s(self) -> float:
-        """Length of the piece in seconds."""
-        return self.src_end_s - self.src_start_s
-
-
-def _digest(payload: object) -> str:
+def content_digest(payload: object) -> str:
+    """16 hex digits of the sha256 of ``payload`` as canonical JSON: the tail of every plan's
+    id (short montages here, expanded ones in :mod:`~needleforge.nemo.grow`)."""
     text = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
 def montage_id_for(target: Target, segments: Sequence[Segment], *, seed: int) -> str:
     """``m`` + 16 hex digits of the sha256 of the target, the seed and every segment."""
-    return "m" + _digest({
+    return "m" + content_digest({
         "needle_type": target.needle_type,
         "target": target.target_id,
         "seed": seed,
@@ -79,26 +68,7 @@ def question_id_for(
     montage_id: str, *, needle_type: NeedleType, target_id: str, template_id: str
 ) -> str:
     """``q`` + 16 hex digits of the sha256 of the montage, needle type, target and template."""
-    return "q" + _digest([montage_id, needle_type, target_id, template_id])
-
-
-def _tile(pieces: Sequence[_Piece], *, target_id: str) -> tuple[Segment, ...]:
-    """Segments back to back; starts rounded to 1 ns so sums print cleanly (15.0, not
-    14.999999999999998) while staying far inside the montage's 1 µs tiling tolerance."""
-    segments: list[Segment] = []
-    clock = 0.0
-    for position, piece in enumerate(pieces):
-        target = piece.role == "target"
-        segment = Segment(
-            position=position, video_id=piece.scene.video_id, scene_id=piece.scene.scene_id,
-            src_start_s=piece.src_start_s, src_end_s=piece.src_end_s,
-            montage_start_s=round(clock, 9),
-            role=piece.role, needle_index=0 if target else None,
-            target_id=target_id if target else None,
-        )
-        segments.append(segment)
-        clock = segment.montage_end_s
-    return tuple(segments)
+    return "q" + content_digest([montage_id, needle_type, target_id, template_id])
 
 
 def _fill(
@@ -157,9 +127,9 @@ def plan_short_montage(
             f"negatives (montage <= {params.short_max_s} s)"
         )
     depth = time_gaps([s.duration_s for s in chosen], 1, rng=rng)[0]
-    pieces = [_Piece(s, s.start_s, s.end_s, "negative") for s in chosen]
-    pieces.insert(depth, _Piece(target.scene, start_s, end_s, "target"))
-    segments = _tile(pieces, target_id=target.target_id)
+    pieces = [ScenePiece(s, s.start_s, s.end_s, "negative") for s in chosen]
+    pieces.insert(depth, ScenePiece(target.scene, start_s, end_s, "target", target.target_id))
+    segments = tile(pieces)
     duration_s = segments[-1].montage_end_s
     bucket = bucket_for(duration_s)
     if bucket != "short":

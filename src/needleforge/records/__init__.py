@@ -39,12 +39,14 @@ from needleforge.records.representation import (
     TagScore,
     TimedBox,
 )
+from needleforge.records.span import FrameSpan, frame_at
 
 __all__ = [
     "Authorization",
     "Box",
     "Bucket",
     "Detection",
+    "FrameSpan",
     "IngestRejection",
     "MediaInfo",
     "Montage",
@@ -65,6 +67,7 @@ __all__ = [
     "Verification",
     "Video",
     "bucket_for",
+    "frame_at",
     "object_id_for",
     "scene_id_for",
     "video_id_for",

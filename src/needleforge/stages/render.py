@@ -6,14 +6,15 @@ single-threaded ffmpeg child); each montage is then joined from those clips by s
 (:func:`needleforge.media.join.render_montage`), so the encode cost grows with the source
 hours used, not with the montage hours produced.
 
-A segment ``[src_start_s, src_end_s)`` of scene ``S`` becomes the piece
-``(clip of S, offset = src_start_s - S.start_s, duration = src_end_s - src_start_s)``. The
-offset must be a whole number of seconds (the planner guarantees it: the clip has a keyframe
-there) and the segment must lie inside its scene; both are checked for every montage before
-anything is encoded. Outputs are ``<out_dir>/<montage_id>.mp4`` with a sidecar
-``<montage_id>.json`` holding the plan hash (plan, scene bounds, source hashes, profile): a
-montage whose video and sidecar match is skipped. The first failure stops the stage; montages
-finished before it stay and are skipped by the rerun.
+A segment ``[src_start_s, src_end_s)`` of scene ``S`` becomes the part
+``(clip of S, offset = src_start_s - S.start_s, duration = src_end_s - src_start_s)``, joined
+as frames (:func:`needleforge.media.join.plan_pieces`). The offset must fall on a whole second
+(the planner guarantees it: the clip has a keyframe there) and the segment's frames inside its
+scene's clip; both are checked in frames (:func:`~needleforge.records.span.frame_at`) for
+every montage before anything is encoded. Outputs are ``<out_dir>/<montage_id>.mp4`` with a
+sidecar ``<montage_id>.json`` holding the plan hash (plan, scene bounds, source hashes,
+profile): a montage whose video and sidecar match is skipped. The first failure stops the
+stage; montages finished before it stay and are skipped by the rerun.
 
 The render flow (``flows/render.py``) makes the same :func:`plan_render` and spreads its two
 waves over a task runner in batches (:func:`batches`, :func:`encode_clips`,
@@ -33,10 +34,10 @@ from typing import TypeVar
 
 from needleforge.errors import MediaError
 from needleforge.media.cache import CACHE_VERSION, ClipResult, ClipSpec, SceneClipCache
-from needleforge.media.join import OFFSET_TOL_S, Piece, RenderedVideo, render_montage
+from needleforge.media.join import RenderedVideo, plan_pieces, render_montage
 from needleforge.media.outputs import sweep_scratch, write_text_atomic, writing
 from needleforge.params import Params, RenderParams
-from needleforge.records import Montage, Scene, Video
+from needleforge.records import Montage, Scene, Video, frame_at
 from needleforge.runtime.progress import OnCount, Steps
 from needleforge.store import Store
 
@@ -272,9 +273,11 @@ def montage_job(
     """Check a montage's segments against their scenes and turn them into clip pieces.
 
     Raises:
-        MediaError: a segment names a scene or video that is not stored, or does not lie
-            inside its scene starting on a whole second (where the cached clip has a keyframe).
+        MediaError: a segment names a scene or video that is not stored, or its frames do not
+            lie inside its scene's clip starting on a whole second (where the clip has a
+            keyframe).
     """
+    fps = params.fps
     specs: list[tuple[ClipSpec, float, float]] = []
     facts: list[list[object]] = []
     for seg in montage.segments:
@@ -286,19 +289,20 @@ def montage_job(
         video = videos_by_id.get(scene.video_id)
         if video is None:
             raise MediaError(f"{where}: video {scene.video_id} is not among the stored videos")
-        if (seg.src_start_s < scene.start_s - OFFSET_TOL_S
-                or seg.src_end_s > scene.end_s + OFFSET_TOL_S):
+        offset_s = seg.src_start_s - scene.start_s
+        first = frame_at(offset_s, rate=fps)
+        if first < 0 or frame_at(seg.src_end_s - scene.start_s, rate=fps) > frame_at(
+                scene.duration_s, rate=fps):
             raise MediaError(f"{where}: [{seg.src_start_s}, {seg.src_end_s}) crosses the "
                              f"bounds of scene {scene.scene_id} [{scene.start_s}, "
                              f"{scene.end_s}); a segment must lie inside one scene")
-        offset_s = seg.src_start_s - scene.start_s
-        if abs(offset_s - round(offset_s)) > OFFSET_TOL_S:
+        if first % fps:
             raise MediaError(f"{where}: starts {offset_s:.3f} s into scene {scene.scene_id}; "
                              "segments must start a whole number of seconds into their scene "
                              "(where the cached clip has a keyframe)")
         spec = ClipSpec(source=Path(video.stored_path), start_s=scene.start_s,
                         end_s=scene.end_s, source_id=video.sha256)
-        specs.append((spec, float(round(offset_s)), seg.duration_s))
+        specs.append((spec, float(first // fps), seg.duration_s))
         facts.append([scene.scene_id, scene.start_s, scene.end_s, video.sha256])
     plan = [seg.to_dict() for seg in montage.segments]
     payload = {"engine": CACHE_VERSION, "id": montage.montage_id, "plan": plan, "scenes": facts,
@@ -370,8 +374,9 @@ def _render_one(
     """Join one montage, then write its sidecar; returns the video and the wall seconds."""
     start = time.perf_counter()
     video, sidecar = _paths(job, out_dir)
-    pieces = [Piece(clips[spec].path, offset_s, duration_s)
-              for spec, offset_s, duration_s in job.specs]
+    pieces = plan_pieces([(clips[spec].path, offset_s, duration_s)
+                          for spec, offset_s, duration_s in job.specs],
+                         profile=params, name=job.montage.montage_id)
     rendered = render_montage(pieces, video, profile=params, name=job.montage.montage_id)
     record = {"montage_id": job.montage.montage_id, "plan_hash": job.plan_hash,
               "n_frames": rendered.n_frames, "duration_s": rendered.duration_s,

@@ -51,16 +51,16 @@ from needleforge.backends.base import RGBImage
 from needleforge.media.cache import (
     CACHE_VERSION,
     as_args,
-    clip_frames,
     finish_clip,
     normalize_filter,
     run_ffmpeg_measured,
     video_encoder_options,
 )
 from needleforge.media.gop import GopRefusal
-from needleforge.media.join import Piece, RenderedVideo, encode_piece, render_montage
+from needleforge.media.join import Piece, RenderedVideo, encode_piece, plan_pieces, render_montage
 from needleforge.media.outputs import write_text_atomic
 from needleforge.params import RenderParams
+from needleforge.records import frame_at
 from needleforge.vnbench.clip_seconds import second_bytes
 from needleforge.vnbench.pictures import overlay_canvas, still_frame
 from needleforge.vnbench.records import Needle, VNBenchSample
@@ -151,7 +151,7 @@ def _encode_stills(stills: Sequence[tuple[Path, Needle]], *, profile: RenderPara
     counts: list[int] = []
     for _, needle in stills:
         frame = still_frame(Path(str(needle.asset)), width=profile.width, height=profile.height)
-        counts.append(clip_frames(needle.end_s - needle.start_s, fps=profile.fps))
+        counts.append(frame_at(needle.end_s - needle.start_s, rate=profile.fps))
         frames += [frame] * counts[-1]
     tmps = [path.with_name(f".{path.stem}.{os.getpid()}.{threading.get_ident()}.h264")
             for path, _ in stills]
@@ -212,13 +212,15 @@ def edit_piece(
 
 
 def montage_pieces(sample: VNBenchSample, *, haystack_clip: Path, edit_clip: Path | None,
-                   insert_clips: dict[int, Path]) -> list[Piece]:
-    """The sample as pieces: haystack runs, edited seconds and inserted needles, in order.
+                   insert_clips: dict[int, Path], profile: RenderParams) -> list[Piece]:
+    """The sample as pieces of ``profile``'s clips: haystack runs, edited seconds and inserted
+    needles, in order.
 
     ``insert_clips`` maps the index of each inserted needle in ``sample.needles`` to its
     piece; the ``j``-th edited second (in time order) is second ``j`` of ``edit_clip``.
+    Raises :class:`MediaError` as :func:`~needleforge.media.join.plan_pieces` does.
     """
-    pieces: list[Piece] = []
+    parts: list[tuple[Path, float, float]] = []
     cursor, edited = 0, 0
     order = sorted(range(len(sample.needles)),
                    key=lambda i: (sample.needles[i].haystack_s,
@@ -226,17 +228,17 @@ def montage_pieces(sample: VNBenchSample, *, haystack_clip: Path, edit_clip: Pat
     for i in order:
         needle = sample.needles[i]
         if needle.haystack_s > cursor:
-            pieces.append(Piece(haystack_clip, float(cursor), float(needle.haystack_s - cursor)))
+            parts.append((haystack_clip, float(cursor), float(needle.haystack_s - cursor)))
             cursor = needle.haystack_s
         if needle.method == "insert":
-            pieces.append(Piece(insert_clips[i], 0.0, needle.end_s - needle.start_s))
+            parts.append((insert_clips[i], 0.0, needle.end_s - needle.start_s))
         else:
-            pieces.append(Piece(Path(str(edit_clip)), float(edited), 1.0))
+            parts.append((Path(str(edit_clip)), float(edited), 1.0))
             edited, cursor = edited + 1, needle.haystack_s + 1
     if cursor < sample.haystack.duration_s:
-        pieces.append(Piece(haystack_clip, float(cursor),
-                            float(sample.haystack.duration_s - cursor)))
-    return pieces
+        parts.append((haystack_clip, float(cursor),
+                      float(sample.haystack.duration_s - cursor)))
+    return plan_pieces(parts, profile=profile, name=sample.sample_id)
 
 
 def render_hash(sample: VNBenchSample, *, profile: RenderParams, style: TextStyle,
@@ -332,7 +334,7 @@ def _render_cached(sample: VNBenchSample, *, haystack_clip: Path, out: Path,
                                          work=work)
     cpu_s += piece_cpu_s
     pieces = montage_pieces(sample, haystack_clip=haystack_clip, edit_clip=edit_clip,
-                            insert_clips=inserts)
+                            insert_clips=inserts, profile=profile)
     return cpu_s + render_montage(pieces, out, profile=profile, name=sample.sample_id).cpu_s
 
 

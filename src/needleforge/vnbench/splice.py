@@ -24,10 +24,11 @@ haystack (a scan, then the copy: about 6 µs a packet), the dirty GOPs and the i
 seconds: nearly flat in haystack length. Nothing is cached.
 
 **Times.** Output frame ``k`` is at ``k / fps``; copied and re-encoded haystack frames keep
-their order and inserted needles add ``clip_frames(end_s - start_s)`` frames where
+their order and inserted needles add ``frame_at(end_s - start_s)`` frames where
 :func:`~needleforge.vnbench.plan.place` put them, so every needle starts on frame
-``round(start_s * fps)`` of the video, as the question's metadata says. :func:`splice_plan`
-checks this while building the plan and refuses to render otherwise.
+``frame_at(start_s)`` of the video (:func:`~needleforge.records.span.frame_at`), as the
+question's metadata says. :func:`splice_plan` checks this while building the plan and refuses
+to render otherwise.
 
 **Why a GOP limit** (``max_gop_s``: ``vnbench.max_gop_s``, 4 s by default): a needle costs
 the whole GOP around it, decoded and re-encoded at about 3 ms a frame (640x360, x264
@@ -53,7 +54,7 @@ import ffmpeg
 from av.video.reformatter import ColorRange, Colorspace
 
 from needleforge.errors import MediaError
-from needleforge.media.cache import clip_frames, normalize_steps, run_ffmpeg_measured
+from needleforge.media.cache import normalize_steps, run_ffmpeg_measured
 from needleforge.media.gop import (
     CopyRun,
     GopRefusal,
@@ -65,10 +66,11 @@ from needleforge.media.gop import (
     open_gop_source,
     verify_spliced,
 )
-from needleforge.media.h264 import FreshPiece, read_piece
+from needleforge.media.h264 import EncodedRun, read_piece
 from needleforge.media.join import RenderedVideo
 from needleforge.media.outputs import scratch_path
 from needleforge.params import RenderParams
+from needleforge.records import FrameSpan, frame_at
 from needleforge.vnbench.pictures import overlay_canvas, still_frame
 from needleforge.vnbench.records import Needle, VNBenchSample
 from needleforge.vnbench.text import TextStyle, drawtext_options, write_textfile
@@ -79,22 +81,21 @@ SPLICE_VERSION = 1
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class HayPiece:
-    """Haystack frames ``[start, end)``, re-encoded; frames ``feed, feed + 1, …`` of the feed
-    (the raw frames piped to ffmpeg: every re-encoded haystack frame and inserted still, in
-    output order)."""
+    """Haystack frames ``span``, re-encoded; frames ``feed, feed + 1, …`` of the feed (the raw
+    frames piped to ffmpeg: every re-encoded haystack frame and inserted still, in output
+    order)."""
 
-    start: int
-    end: int
+    span: FrameSpan
     feed: int
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class InsertPiece:
-    """An inserted needle; a still is ``feed``… of the feed, a clip (``feed`` None) its own
-    ffmpeg input."""
+    """An inserted needle, shown on the output's frames ``span``; a still is ``feed``… of the
+    feed, a clip (``feed`` None) its own ffmpeg input."""
 
     needle: Needle
-    n_frames: int
+    span: FrameSpan
     feed: int | None
 
 
@@ -170,9 +171,9 @@ def _items(sample: VNBenchSample, *, spans: Sequence[tuple[int, int, bool]], fps
         nonlocal shown, fed
         for needle in (n for n in inserts if n.haystack_s * fps == frame):
             _check_start(sample, needle, shown, fps=fps)
-            count = clip_frames(needle.end_s - needle.start_s, fps=fps)
-            items.append(InsertPiece(needle, count, None if needle.kind == "clip" else fed))
-            shown, fed = shown + count, fed + (0 if needle.kind == "clip" else count)
+            span = FrameSpan(shown, shown + frame_at(needle.end_s - needle.start_s, rate=fps), fps)
+            items.append(InsertPiece(needle, span, None if needle.kind == "clip" else fed))
+            shown, fed = span.end, fed + (0 if needle.kind == "clip" else span.n_frames)
 
     for a, b, dirty in spans:
         cuts = [a, *sorted(p for p in points if a < p < b), b]
@@ -182,17 +183,18 @@ def _items(sample: VNBenchSample, *, spans: Sequence[tuple[int, int, bool]], fps
                            if n.method == "edit" and s <= n.haystack_s * fps < e):
                 _check_start(sample, needle, shown + needle.haystack_s * fps - s, fps=fps)
                 edits.append((needle, fed + needle.haystack_s * fps - s))
-            items.append(HayPiece(s, e, fed) if dirty else CopyRun(s, e))
+            span = FrameSpan(s, e, fps)
+            items.append(HayPiece(span, fed) if dirty else CopyRun(span))
             shown, fed = shown + e - s, fed + (e - s if dirty else 0)
     insert_at(spans[-1][1])
-    if shown != clip_frames(sample.duration_s, fps=fps):
+    if shown != frame_at(sample.duration_s, rate=fps):
         raise _inconsistent(sample, f"{shown} frames for {sample.duration_s} s")
     runs = tuple((a, b) for a, b, dirty in spans if dirty)
     return SplicePlan(items=tuple(items), runs=runs, edits=tuple(edits), n_frames=shown)
 
 
 def _check_start(sample: VNBenchSample, needle: Needle, frame: int, *, fps: int) -> None:
-    if frame != round(needle.start_s * fps):
+    if frame != frame_at(needle.start_s, rate=fps):
         raise _inconsistent(sample, f"needle {needle.label!r} lands on frame {frame}, its "
                                     f"metadata says {needle.start_s} s")
 
@@ -222,7 +224,7 @@ def encoder_groups(plan: SplicePlan) -> list[tuple[Fresh, ...]]:
 
 
 def _frames_in(group: Sequence[Fresh]) -> int:
-    return sum(i.end - i.start if isinstance(i, HayPiece) else i.n_frames for i in group)
+    return sum(i.span.n_frames for i in group)
 
 
 def _feed_start(group: Sequence[Fresh]) -> int | None:
@@ -233,7 +235,7 @@ def _source_key(group: Sequence[Fresh]) -> tuple[str, ...]:
     """What a group is cut from: the feed, or one clip at one length."""
     first = group[0]
     if isinstance(first, InsertPiece) and first.feed is None:
-        return ("clip", str(first.needle.asset), str(first.n_frames))
+        return ("clip", str(first.needle.asset), str(first.span.n_frames))
     return ("feed",)
 
 
@@ -266,7 +268,7 @@ def _clip_stream(piece: InsertPiece, *, codec: PieceCodec, profile: RenderParams
         if "out_color_matrix" in options:
             options = {**options, "out_color_matrix": codec.matrix}
         stream = stream.filter(name, **options)
-    return stream.trim(start_frame=0, end_frame=piece.n_frames)
+    return stream.trim(start_frame=0, end_frame=piece.span.n_frames)
 
 
 def _group_streams(plan: SplicePlan, groups: Sequence[tuple[Fresh, ...]], *,
@@ -319,16 +321,17 @@ def _feed(plan: SplicePlan, source: GopSource, *, profile: RenderParams) -> Iter
     try:
         for item in plan.items:
             if isinstance(item, HayPiece):
-                yield from itertools.islice(hay, item.end - item.start)
+                yield from itertools.islice(hay, item.span.n_frames)
             elif isinstance(item, InsertPiece) and item.feed is not None:
                 yield from itertools.repeat(still_yuv(item.needle, profile=profile,
-                                                      matrix=source.codec.matrix), item.n_frames)
+                                                      matrix=source.codec.matrix),
+                                            item.span.n_frames)
     finally:
         hay.close()
 
 
 def encode_fresh(plan: SplicePlan, source: GopSource, *, sample_id: str, profile: RenderParams,
-                 style: TextStyle, work: Path) -> tuple[list[FreshPiece], float]:
+                 style: TextStyle, work: Path) -> tuple[list[EncodedRun], float]:
     """Encode every group of fresh pieces (:func:`encoder_groups`) in one ffmpeg run, one
     encoder per group; return them in order and the CPU seconds spent (ffmpeg, and this
     thread decoding and converting the feed).
@@ -355,7 +358,7 @@ def encode_fresh(plan: SplicePlan, source: GopSource, *, sample_id: str, profile
 
 
 def _with_pieces(plan: SplicePlan, groups: Sequence[tuple[Fresh, ...]],
-                 pieces: Sequence[FreshPiece]) -> list[Item]:
+                 pieces: Sequence[EncodedRun]) -> list[Item]:
     """The plan's items with each group of fresh pieces replaced by its encoded piece."""
     encoded = iter(zip(groups, pieces, strict=True))
     items: list[Item] = []
