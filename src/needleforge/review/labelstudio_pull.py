@@ -5,7 +5,8 @@ Every submitted annotation of a needleforge task (one with ``data.nf_key``) beco
 ``answer`` regions it left differ from the pre-filled ones — the spans the judge set, the
 record that a human changed the answer. Cancelled (skipped) annotations and drafts are not
 verdicts. The verdicts go into the store by :func:`~needleforge.review.human_verdicts
-.record_round`, keyed by the annotation, so pulling again changes nothing.
+.record_round`, keyed by the annotation, so pulling again changes nothing, and into the
+verdict file (:mod:`~needleforge.review.verdict_file`), their durable copy.
 """
 
 from __future__ import annotations
@@ -15,10 +16,11 @@ from pathlib import Path
 from typing import Any
 
 from needleforge.records.human import HumanVerdict, verdict_from_choice
-from needleforge.review.human_verdicts import RoundOutcome, record_round
+from needleforge.review.human_verdicts import RoundOutcome
 from needleforge.review.labelstudio_project import ProjectTarget, find_project
 from needleforge.review.ls_client import LabelStudio, LabelStudioError
 from needleforge.review.ls_config import CHOICES, answer_ranges, chosen, note, to_frames, to_seconds
+from needleforge.review.verdict_file import Kept, record_and_keep
 
 
 def annotation_ref(url: str, project_id: int, annotation_id: object) -> str:
@@ -93,15 +95,17 @@ def pull_verdicts(ls: LabelStudio, title: str) -> tuple[int, list[HumanVerdict]]
     return pid, verdicts
 
 
-def pull_from_label_studio(db: Path, target: ProjectTarget) -> tuple[int, RoundOutcome]:
-    """Pull the annotations of ``target``'s project into the store ``db``; (project id,
-    what was stored and found).
+def pull_from_label_studio(db: Path, target: ProjectTarget, *, verdict_file: Path
+                           ) -> tuple[int, RoundOutcome, Kept]:
+    """Pull the annotations of ``target``'s project into the store ``db`` and the verdict
+    file; (project id, what was stored and found, what the file got).
 
     Raises:
         LabelStudioError: as :func:`pull_verdicts` (the store is not touched).
-        StoreError: ``db`` is missing or the write failed (nothing written).
+        VerdictError, StoreError, OutputError: as :func:`~needleforge.review.verdict_file
+            .record_and_keep`.
     """
     with LabelStudio(target.url, target.token) as ls:
         pid, verdicts = pull_verdicts(ls, target.title)
         scope = annotation_ref(ls.url, pid, "")
-    return pid, record_round(db, verdicts, scope=scope)
+    return pid, *record_and_keep(db, verdicts, path=verdict_file, scope=scope)
