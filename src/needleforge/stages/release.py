@@ -12,6 +12,8 @@ from needleforge.quality import GateResult, QualityError
 from needleforge.records.failures import StageFailure
 from needleforge.release import ReleaseReport, build_release
 from needleforge.release.history import Fingerprint, latest_release, releases_by_build_time
+from needleforge.review.human_verdicts import RoundOutcome
+from needleforge.review.verdict_file import record_verdict_file
 from needleforge.runtime.progress import OnCount
 from needleforge.stages.validate import release_gate
 
@@ -46,8 +48,13 @@ def release_store(*, db: Path, name: str, out_root: Path, render_dir: Path | Non
                   on_gate: Callable[[GateResult], None] | None = None,
                   failures: Sequence[StageFailure] = (),
                   inputs: Fingerprint | None = None,
-                  on_step: OnCount | None = None) -> ReleaseReport:
+                  on_step: OnCount | None = None, human_verdicts: Path | None = None,
+                  on_verdicts: Callable[[RoundOutcome], None] | None = None) -> ReleaseReport:
     """Build ``out_root/name`` from ``db`` (+ the VNBench folder), gated by every GX suite.
+
+    ``human_verdicts`` is the verdict file (:mod:`needleforge.review.verdict_file`): when
+    given, its verdicts are recorded in ``db`` first, since a store DVC rebuilt has lost the
+    ones pulled into it; a missing file records none. ``on_verdicts`` sees what was recorded.
 
     The gate runs on the finished release before it is moved into place: the store suites,
     the release's questions (VNBench rows included) and its ``sources.json`` licences; its
@@ -57,6 +64,7 @@ def release_store(*, db: Path, name: str, out_root: Path, render_dir: Path | Non
 
     Raises:
         ReleaseError: see :func:`needleforge.release.build_release`.
+        VerdictError: the verdict file is malformed (nothing is recorded or built).
         QualityError: the gate failed (every failing expectation is listed); no release is
             written and an existing one is left as it was.
     """
@@ -68,6 +76,10 @@ def release_store(*, db: Path, name: str, out_root: Path, render_dir: Path | Non
             raise QualityError(f"release {name} failed its quality gate:\n{result.to_text()}")
         return result
 
+    if human_verdicts is not None:
+        recorded = record_verdict_file(db, human_verdicts)
+        if on_verdicts is not None:
+            on_verdicts(recorded)
     return build_release(db=db, name=name, out_root=out_root, render_dir=render_dir,
                          params=params, previous=previous, overwrite=overwrite,
                          vnbench_dir=vnbench_dir, earlier=earlier, gate=gate,
