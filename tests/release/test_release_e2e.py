@@ -6,7 +6,8 @@ program of 60 s plus carphone, short montages only, one VNBench sample per subta
 ``dvc repro`` must build ``releases/sample`` through its gate; the tests then break copies of
 its inputs, rebuild it, publish it with a tag (the ``dvc commit`` branch of
 :func:`~needleforge.release.publish`, since the release is a stage output), clone the repo
-fresh, pull and load the tag, and finally change the NeMo seed.
+fresh, pull and load the tag, record human verdicts and rebuild the stores under them, and
+finally change the NeMo seed.
 """
 
 from __future__ import annotations
@@ -24,7 +25,9 @@ import yaml
 
 from needleforge.release import load_release, publish
 from needleforge.release.dvc import verify_files
+from needleforge.review.human_verdicts import current_keys
 from needleforge.store import Store
+from needleforge.store.human import human_verdicts
 from tests.release.release_cases import init_git_dvc
 
 pytestmark = pytest.mark.slow
@@ -34,10 +37,13 @@ BIN = Path(sys.executable).parent
 ENV = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}",
        "DVC_NO_ANALYTICS": "1"}
 RELEASE = "releases/sample"
+VERDICTS = "reviews/human_verdicts.jsonl"
 
 
 def sh(*cmd: str, cwd: Path, ok: bool = True) -> subprocess.CompletedProcess[str]:
-    proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, env=ENV, check=False)
+    # bounded: a hung stage fails the test (TimeoutExpired) instead of stalling the suite
+    proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, env=ENV, check=False,
+                          timeout=600)
     if ok:
         assert proc.returncode == 0, f"{cmd}:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
     return proc
@@ -70,6 +76,8 @@ def repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (repo / "params.yaml").write_text(yaml.safe_dump(shrunk_params(), sort_keys=False))
     shutil.copytree(MAIN / "src" / "needleforge", repo / "src" / "needleforge",
                     ignore=shutil.ignore_patterns("__pycache__"))
+    (repo / VERDICTS).parent.mkdir()
+    (repo / VERDICTS).write_text("")  # as the repository holds it: no verdicts yet
     init_git_dvc(repo, remote)
     sh(sys.executable, "-m", "dvc", "repro", cwd=repo)
     sh("git", "add", "-A", cwd=repo)
@@ -160,6 +168,40 @@ def test_publish_commits_the_stage_output_and_a_fresh_clone_pulls_the_tag(
     loaded = load_release(rev="v1", repo=clone, path=RELEASE)
     assert {q.family for q in loaded.questions} == {"nemo", "vnbench"}
     assert loaded.manifest["sources"] == json.loads((repo / RELEASE / "sources.json").read_text())
+
+
+def test_human_verdicts_survive_a_rebuild_of_the_stores(repo: Path, tmp_path: Path) -> None:
+    """Verdicts pulled into the store (from a YAML file here, the same path as a Label Studio
+    pull) land in the verdict file too; a params change makes ``dvc repro`` rebuild the
+    stores from their snapshots, dropping them there, and the release still carries them."""
+    def shipped() -> set[str]:
+        lines = (repo / RELEASE / "questions.jsonl").read_text().splitlines()
+        return {json.loads(line)["question_id"] for line in lines}
+
+    before = shipped()
+    with Store(repo / "data/db/nemo.duckdb", read_only=True) as store:  # stage 2's questions,
+        keys = current_keys(store)  # which an expand rerun keeps
+    judged = [(key, qid) for key, qid in sorted(keys.items()) if qid in before][:3]
+    assert len(judged) == 3
+    entries = [{"key": key, "question_id": qid, "valid": i > 0, "spans_right": True,
+                "negatives_clean": True, "note": ""} for i, (key, qid) in enumerate(judged)]
+    (tmp_path / "v.yaml").write_text(yaml.safe_dump({"version": 1, "verdicts": entries}))
+    pulled = sh("needleforge", "review", "--db", "data/db/expand.duckdb", "--from", "yaml",
+                "--verdicts", str(tmp_path / "v.yaml"), cwd=repo)
+    assert f"verdict file {VERDICTS}: 3 row(s), 3 new or changed" in pulled.stdout
+    params = yaml.safe_load((repo / "params.yaml").read_text())
+    params["expand"]["seed"] = params["expand"].get("seed", 0) + 1
+    (repo / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    rebuilt = sh(sys.executable, "-m", "dvc", "repro", "release", cwd=repo)
+    assert "Running stage 'expand'" in rebuilt.stdout, rebuilt.stdout
+    assert "3 read; 3 new, 0 changed, 0 unchanged in the store" in rebuilt.stdout
+    with Store(repo / "data/db/expand.duckdb", read_only=True) as store:
+        assert human_verdicts(store) == []  # the rebuilt snapshot lost them
+    card = (repo / RELEASE / "card.md").read_text()
+    assert "3 question(s) have a human decision (2 valid)" in card
+    assert judged[0][1] not in shipped() and {qid for _, qid in judged[1:]} <= shipped()
+    again = sh(sys.executable, "-m", "dvc", "status", "release", cwd=repo)
+    assert "up to date" in again.stdout, again.stdout
 
 
 def _tables(db: Path) -> tuple[list[object], list[object], list[object], list[object]]:

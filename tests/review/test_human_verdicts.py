@@ -4,7 +4,6 @@ the judges' agreement, and YAML verdict files moving over (no Label Studio serve
 from __future__ import annotations
 
 import dataclasses
-import shutil
 from pathlib import Path
 
 import pytest
@@ -19,22 +18,9 @@ from needleforge.review.agreement import judges_agreement
 from needleforge.stages.review import record_round
 from needleforge.store import Store
 from needleforge.store.human import human_verdicts
-from tests.review.review_cases import World, make_world
 from tests.store.test_store import store_at_version
 
 runner = CliRunner()
-
-
-@pytest.fixture(scope="module")
-def world(tmp_path_factory: pytest.TempPathFactory) -> World:
-    return make_world(tmp_path_factory.mktemp("human"))
-
-
-@pytest.fixture
-def db(world: World, tmp_path: Path) -> Path:
-    copy = tmp_path / "store.duckdb"
-    shutil.copy(world.db, copy)
-    return copy
 
 
 def _keys(db: Path) -> dict[str, str]:
@@ -135,15 +121,15 @@ def test_yaml_verdicts_move_into_the_store_through_the_cli(db: Path, tmp_path: P
          "negatives_clean": True, "note": "fine"},
         {"key": keys["q-scene"], "question_id": "q-scene", "valid": None, "spans_right": None,
          "negatives_clean": None, "note": ""}]}))
-    result = runner.invoke(app, ["review", "--db", str(db), "--from", "yaml",
-                                 "--verdicts", str(path)])
+    args = ["review", "--db", str(db), "--from", "yaml", "--verdicts", str(path),
+            "--human-verdicts", str(tmp_path / "human_verdicts.jsonl")]  # not the repo's
+    result = runner.invoke(app, args)
     assert result.exit_code == 0, result.output
     assert "1 read; 1 new" in result.output
     with Store(db, read_only=True) as store:
         (stored,) = human_verdicts(store)
     assert (stored.source, stored.choice, stored.note) == ("yaml", "valid", "fine")
-    again = runner.invoke(app, ["review", "--db", str(db), "--from", "yaml",
-                                "--verdicts", str(path)])
+    again = runner.invoke(app, args)
     assert "1 read; 0 new, 0 changed, 1 unchanged" in again.output
     missing = runner.invoke(app, ["review", "--db", str(db), "--from", "yaml"])
     assert missing.exit_code == 2 and "--from yaml needs --verdicts" in missing.output

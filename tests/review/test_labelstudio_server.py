@@ -26,6 +26,7 @@ from typer.testing import CliRunner
 from needleforge.cli import app
 from needleforge.records.human import corrected_answer
 from needleforge.review.ls_config import LABEL_CONFIG
+from needleforge.review.verdict_file import read_verdict_file
 from needleforge.store import Store
 from needleforge.store.human import human_verdicts
 from tests.review.chromium_page import chromium_binary, visit
@@ -56,10 +57,12 @@ def _api(server: Server) -> httpx.Client:
 
 
 def _review(server: Server, db: Path, *args: str, title: str = "needleforge review") -> Any:
+    """``needleforge review`` on the server; a pull's verdict file lies beside ``db``."""
     return runner.invoke(app, ["review", "--db", str(db), "--ls-url", server.url,
                                "--ls-token", server.token, "--ls-project", title,
                                "--media-root", str(server.media_root),
-                               "--videos", str(server.media_root / "render"), *args])
+                               "--videos", str(server.media_root / "render"),
+                               "--human-verdicts", str(db.with_suffix(".jsonl")), *args])
 
 
 def _tasks(api: httpx.Client, project_id: int) -> list[dict[str, Any]]:
@@ -132,11 +135,15 @@ def test_a_review_round_trip(server: Server, world_db: Path, tmp_path: Path) -> 
         ("q-scene", "judge-b@example.org", "valid")]
     assert corrected_answer(v for v in stored if v.question_id == "q-obj") == ((3.0, 5.0),)
     assert all(v.note.endswith("by test") for v in stored)
+    kept = db.with_suffix(".jsonl")  # the durable copy holds the same verdicts
+    assert f"verdict file {kept}: 4 row(s), 4 new or changed" in pulled.output
+    assert sorted(read_verdict_file(kept), key=lambda v: v.source_ref) == \
+        sorted(stored, key=lambda v: v.source_ref)
 
-    before = db.read_bytes()
+    before, kept_before = db.read_bytes(), kept.read_bytes()
     repeat = _review(server, db, "--from", "label-studio")
     assert "4 read; 0 new, 0 changed, 4 unchanged" in repeat.output
-    assert db.read_bytes() == before
+    assert db.read_bytes() == before and kept.read_bytes() == kept_before
 
     with Store(db) as store:  # q-scene vanishes from the store: its verdicts stay, reported
         store.drop_montages(["m-scene"])
@@ -157,6 +164,7 @@ def test_a_review_round_trip(server: Server, world_db: Path, tmp_path: Path) -> 
     assert f"/annotations/{first_annotation}" in after.output
     with Store(db, read_only=True) as store:
         assert len(human_verdicts(store)) == 4
+    assert kept.read_bytes() == kept_before  # nor deleted from the file
 
 
 def test_a_reworded_question_replaces_its_unannotated_task(server: Server, world_db: Path,

@@ -317,6 +317,9 @@ def release(
         "repeatable.")] = None,
     overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace a release of the "
                                             "same name.")] = False,
+    human_verdicts: Annotated[Path | None, typer.Option(
+        "--human-verdicts", dir_okay=False, help="Verdict file (JSONL) to record in --db "
+        "first (a missing file records none).")] = None,
     params_path: ParamsOption = None,
 ) -> None:
     """Export verified questions, plans, videos, card, exports and a manifest, gated by GX."""
@@ -326,7 +329,10 @@ def release(
         report = release_store(db=db, name=name, out_root=out, render_dir=render_dir,
                                params=_params(params_path), previous=previous,
                                vnbench_dir=vnbench, earlier=earlier or [], overwrite=overwrite,
-                               on_step=progress)
+                               on_step=progress, human_verdicts=human_verdicts,
+                               on_verdicts=lambda recorded: console.print(
+                                   f"{human_verdicts} → {db}\n{recorded.to_text()}",
+                                   highlight=False, markup=False, soft_wrap=True))
     console.print(report.summary(), highlight=False, markup=False)
 
 

@@ -5,7 +5,9 @@ Without ``--to``/``--from`` it draws the contact sheets (:func:`needleforge.stag
 (:func:`~needleforge.stages.review.push_to_label_studio`); ``--from label-studio`` pulls the
 annotations back into the store as human verdicts (:func:`~needleforge.stages.review
 .pull_from_label_studio`); ``--from yaml --verdicts FILE`` stores a hand-written verdict file's
-verdicts the same way (:func:`~needleforge.stages.review.record_round`).
+verdicts the same way (:func:`~needleforge.stages.review.record_and_keep`). Both pulls also
+merge what they recorded into the verdict file ``--human-verdicts``
+(:mod:`needleforge.review.verdict_file`), which the release stage reads after a rebuild.
 Kept out of :mod:`needleforge.cli.main` (which registers it) so that module stays short.
 """
 
@@ -61,6 +63,10 @@ def review(
     annotators: Annotated[int | None, typer.Option(
         "--annotators", min=1, help="Judges per task (the project's overlap; default "
         "review.annotators, 1).")] = None,
+    verdict_file: Annotated[Path, typer.Option(
+        "--human-verdicts", dir_okay=False, help="With --from: the JSONL file the pulled "
+        "verdicts are merged into, their durable copy (the release stage reads it).")]
+    = Path("reviews/human_verdicts.jsonl"),
     restore_config: Annotated[bool, typer.Option(
         "--restore-config", help="With --to: put needleforge's labeling config back on a "
         "project whose config differs (refused otherwise).")] = False,
@@ -75,7 +81,7 @@ def review(
         _sheets(db, out, verdicts, all_buckets=all_buckets, limit=limit)
         return
     if source == "yaml":
-        _from_yaml(db, verdicts)
+        _from_yaml(db, verdicts, verdict_file)
         return
     from needleforge.review.labelstudio_project import ProjectTarget
 
@@ -95,20 +101,20 @@ def review(
     from needleforge.stages.review import pull_from_label_studio
 
     with console.status("pulling annotations from Label Studio…"):
-        pid, outcome = pull_from_label_studio(db, target)
-    console.print(f"Label Studio project {pid} at {target.url} → {db}\n{outcome.to_text()}",
-                  highlight=False, markup=False, soft_wrap=True)
+        pid, outcome, kept = pull_from_label_studio(db, target, verdict_file=verdict_file)
+    console.print(f"Label Studio project {pid} at {target.url} → {db}\n{outcome.to_text()}\n"
+                  f"{kept.to_text()}", highlight=False, markup=False, soft_wrap=True)
 
 
-def _from_yaml(db: Path, verdicts: Path | None) -> None:
+def _from_yaml(db: Path, verdicts: Path | None, verdict_file: Path) -> None:
     from needleforge.review.human_verdicts import yaml_verdicts
-    from needleforge.stages.review import record_round
+    from needleforge.stages.review import record_and_keep
 
     if verdicts is None:
         raise typer.BadParameter("--from yaml needs --verdicts FILE")
-    outcome = record_round(db, yaml_verdicts(verdicts))
-    console.print(f"{verdicts} → {db}\n{outcome.to_text()}", highlight=False, markup=False,
-                  soft_wrap=True)
+    outcome, kept = record_and_keep(db, yaml_verdicts(verdicts), path=verdict_file)
+    console.print(f"{verdicts} → {db}\n{outcome.to_text()}\n{kept.to_text()}",
+                  highlight=False, markup=False, soft_wrap=True)
 
 
 def _sheets(db: Path, out: Path, verdicts: Path | None, *, all_buckets: bool,

@@ -13,10 +13,12 @@ from needleforge.records.failures import StageFailure
 from needleforge.release import ReleaseData, ReleaseReport, build_release
 from needleforge.release.build import release_target
 from needleforge.release.history import Fingerprint, latest_release, releases_by_build_time
+from needleforge.review.human_verdicts import RoundOutcome
 from needleforge.runtime.progress import OnCount
+from needleforge.stages.review import record_verdict_file
 from needleforge.stages.validate import release_gate
 from needleforge.store import Store
-from needleforge.store.human import human_verdicts
+from needleforge.store.human import human_verdicts as stored_human_verdicts
 
 
 def previous_release(out_root: Path, *, name: str) -> Path | None:
@@ -52,7 +54,7 @@ def read_release_data(db: Path) -> ReleaseData:
     with Store(db, read_only=True) as store:
         return ReleaseData(store.videos(), store.scenes(), store.scene_tags(), store.objects(),
                            store.montages(), store.questions(), store.verifications(),
-                           human_verdicts(store))
+                           stored_human_verdicts(store))
 
 
 def release_store(*, db: Path, name: str, out_root: Path, render_dir: Path | None,
@@ -61,8 +63,13 @@ def release_store(*, db: Path, name: str, out_root: Path, render_dir: Path | Non
                   on_gate: Callable[[GateResult], None] | None = None,
                   failures: Sequence[StageFailure] = (),
                   inputs: Fingerprint | None = None,
-                  on_step: OnCount | None = None) -> ReleaseReport:
+                  on_step: OnCount | None = None, human_verdicts: Path | None = None,
+                  on_verdicts: Callable[[RoundOutcome], None] | None = None) -> ReleaseReport:
     """Build ``out_root/name`` from ``db`` (+ the VNBench folder), gated by every GX suite.
+
+    ``human_verdicts`` is the verdict file (:mod:`needleforge.review.verdict_file`): when
+    given, its verdicts are recorded in ``db`` first, since a store DVC rebuilt has lost the
+    ones pulled into it; a missing file records none. ``on_verdicts`` sees what was recorded.
 
     The gate runs on the finished release before it is moved into place: the store suites,
     the release's questions (VNBench rows included) and its ``sources.json`` licences; its
@@ -73,6 +80,7 @@ def release_store(*, db: Path, name: str, out_root: Path, render_dir: Path | Non
     Raises:
         ReleaseError: see :func:`needleforge.release.build_release`.
         StoreError: the store cannot be opened.
+        VerdictError: the verdict file is malformed (nothing is recorded or built).
         QualityError: the gate failed (every failing expectation is listed); no release is
             written and an existing one is left as it was.
     """
@@ -85,6 +93,10 @@ def release_store(*, db: Path, name: str, out_root: Path, render_dir: Path | Non
         return result
 
     release_target(name=name, out_root=out_root, overwrite=overwrite)  # named before a bad store
+    if human_verdicts is not None:
+        recorded = record_verdict_file(db, human_verdicts)
+        if on_verdicts is not None:
+            on_verdicts(recorded)
     return build_release(data=read_release_data(db), name=name, out_root=out_root,
                          render_dir=render_dir, params=params, previous=previous,
                          overwrite=overwrite, vnbench_dir=vnbench_dir, earlier=earlier,

@@ -2,7 +2,8 @@
 of them, and human verdicts (from Label Studio or a YAML verdict file) recorded into it.
 
 The review itself (sheets, tasks, verdicts and what they say) is :mod:`needleforge.review`'s;
-these functions read and write the store around it.
+these functions read and write the store around it, and keep the verdict file
+(:mod:`needleforge.review.verdict_file`) in step with the verdicts a pull stores.
 """
 
 from __future__ import annotations
@@ -26,6 +27,13 @@ from needleforge.review.labelstudio_push import (
 )
 from needleforge.review.ls_client import LabelStudio
 from needleforge.review.run import ReviewInputs, ReviewOutcome, write_review
+from needleforge.review.verdict_file import (
+    Kept,
+    merge_verdicts,
+    read_verdict_file,
+    verdict_key,
+    write_verdict_file,
+)
 from needleforge.review.verdicts import load_verdicts, question_key
 from needleforge.stages.render import render_montages
 from needleforge.store import Store
@@ -115,19 +123,20 @@ def push_to_label_studio(
                             fps=render.fps, restore_config=restore_config)
 
 
-def pull_from_label_studio(db: Path, target: ProjectTarget) -> tuple[int, RoundOutcome]:
-    """Pull the annotations of ``target``'s project into the store ``db``; (project id,
-    what was stored and found).
+def pull_from_label_studio(db: Path, target: ProjectTarget, *, verdict_file: Path
+                           ) -> tuple[int, RoundOutcome, Kept]:
+    """Pull the annotations of ``target``'s project into the store ``db`` and the verdict
+    file (:func:`record_and_keep`); (project id, what was stored and found, what the file got).
 
     Raises:
         LabelStudioError: as :func:`~needleforge.review.labelstudio_pull.pull_verdicts` (the
             store is not touched).
-        StoreError: ``db`` is missing or the write failed (nothing written).
+        VerdictError, StoreError, OutputError: as :func:`record_and_keep`.
     """
     with LabelStudio(target.url, target.token) as ls:
         pid, verdicts = pull_verdicts(ls, target.title)
         scope = annotation_ref(ls.url, pid, "")
-    return pid, record_round(db, verdicts, scope=scope)
+    return pid, *record_and_keep(db, verdicts, path=verdict_file, scope=scope)
 
 
 def record_round(db: Path, verdicts: Sequence[HumanVerdict], *,
@@ -145,3 +154,37 @@ def record_round(db: Path, verdicts: Sequence[HumanVerdict], *,
         keys = current_keys(_items(store))
         stored = human_verdicts(store)
     return sum_up_round(verdicts, recorded=recorded, keys=keys, stored=stored, scope=scope)
+
+
+def record_and_keep(db: Path, verdicts: Sequence[HumanVerdict], *, path: Path,
+                    scope: str | None = None) -> tuple[RoundOutcome, Kept]:
+    """Record a pull's ``verdicts`` in the store ``db``
+    (:func:`record_round`, ``scope`` as there), then merge
+    them into the verdict file ``path``.
+
+    The file is read first, so a corrupt one stops the pull before the store is touched.
+
+    Raises:
+        VerdictError: the verdict file is malformed (nothing written anywhere).
+        StoreError: as ``record_round`` (the file is left as it was).
+        OutputError: the file cannot be written (the store keeps the verdicts; pull again).
+    """
+    kept = {verdict_key(v): v for v in read_verdict_file(path)}
+    outcome = record_round(db, verdicts, scope=scope)
+    written = sum(1 for v in {verdict_key(v): v for v in verdicts}.values()
+                  if kept.get(verdict_key(v)) != v)
+    merged = merge_verdicts(kept.values(), verdicts)
+    write_verdict_file(path, merged)
+    return outcome, Kept(path, len(merged), written)
+
+
+def record_verdict_file(db: Path, path: Path) -> RoundOutcome:
+    """Record every verdict of the file ``path`` in the store ``db``, as a pull would (rows
+    equal to the stored ones are not rewritten): how the release stage gets the human
+    verdicts a rebuilt store lost. A missing file records nothing.
+
+    Raises:
+        VerdictError: the file is malformed (the store is not touched).
+        StoreError: as :func:`record_round`.
+    """
+    return record_round(db, read_verdict_file(path))
