@@ -8,14 +8,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import av
 import numpy as np
 import pytest
 
 from needleforge.backends.openai.client import TimedFrame
 from needleforge.errors import MediaError
 from needleforge.evaluate import sample_frames, sample_times
-from needleforge.evaluate.frame_sampling import _Sampler
 from tests.conftest import ffmpeg
 
 FPS = 10
@@ -45,8 +43,8 @@ def numbered(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def late_start(numbered: Path) -> Path:
     """The numbered clip in Matroska with its first frame at 0.7 s (``-output_ts_offset 0.7``).
 
-    Why: a seek for the instant 0.5 s lands on a keyframe *after* it, which is the case where
-    the seeking path must give up and decode sequentially.
+    Why: instants count from the container's zero, frames from the stream start; the instant
+    0.5 s comes before the first frame.
     """
     path = numbered.with_name("late.mkv")
     ffmpeg("-i", str(numbered), "-c", "copy", "-output_ts_offset", "0.7", str(path))
@@ -84,9 +82,7 @@ def test_seek_past_the_end_repeats_the_last_frame(numbered: Path) -> None:
     assert _frame_numbers(seeking)[-2:] == [FPS * DURATION_S - 1] * 2
 
 
-def test_a_seek_landing_after_the_instant_falls_back_to_sequential(late_start: Path) -> None:
-    with av.open(str(late_start)) as container:
-        assert _Sampler(container, None)._seek(0.5) is None  # lands on the 0.7 s keyframe
+def test_instants_count_from_the_container_zero(late_start: Path) -> None:
     seeking = sample_frames(late_start, max_frames=4, duration_s=10.0, mode="seek")
     assert _same(seeking, sample_frames(late_start, max_frames=4, duration_s=10.0,
                                         mode="sequential"))
@@ -102,9 +98,3 @@ def test_default_mode_matches_sequential_and_bad_mode_is_refused(numbered: Path)
     with pytest.raises(MediaError, match="mode = 'fast'"):
         sample_frames(numbered, mode="fast")  # type: ignore[arg-type]
 
-
-def test_seeks_count_from_the_stream_start_time(late_start: Path) -> None:
-    with av.open(str(late_start)) as container:
-        sampler = _Sampler(container, None)
-        landed = sampler._seek(3.5)  # keyframes at 0.7, 1.7, 2.7, 3.7 … s
-        assert landed is not None and landed[1].time == pytest.approx(2.7)

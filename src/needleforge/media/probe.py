@@ -10,13 +10,13 @@ one-word ``kind``: ``missing``, ``empty``, ``not_media``, ``no_video``, ``undeco
 
 from __future__ import annotations
 
-from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
 import av
 
 from needleforge.errors import ProbeError
+from needleforge.media.decode import stream_facts
 from needleforge.records import MediaInfo
 
 
@@ -45,14 +45,16 @@ def probe(path: Path) -> MediaInfo:
             )
         video = container.streams.video[0]
         audio = container.streams.audio[0] if container.streams.audio else None
-        duration_s = _duration_s(container, video)
+        facts = stream_facts(container, video)
+        if facts.duration_s is None:
+            raise ProbeError(f"{path}: container reports no duration", kind="no_duration")
+        duration_s, width, height = facts.duration_s, facts.width, facts.height
         rate = video.average_rate or video.base_rate or video.guessed_rate
         if not rate or rate <= 0:
             raise ProbeError(f"{path}: video stream has no frame rate", kind="no_duration")
         rotation = _first_frame_rotation(container, path)
         fps = float(rate)
         n_frames = int(video.frames) if video.frames else round(duration_s * fps)
-        width, height = int(video.codec_context.width), int(video.codec_context.height)
         if duration_s <= 0:
             raise ProbeError(f"{path}: video has no positive duration", kind="no_duration")
         if width <= 0 or height <= 0:
@@ -68,14 +70,6 @@ def probe(path: Path) -> MediaInfo:
             rotation_deg=rotation,
             container=str(container.format.name),
         )
-
-
-def _duration_s(container: Any, video: Any) -> float:
-    if video.duration is not None and video.time_base is not None:
-        return float(video.duration * Fraction(video.time_base))
-    if container.duration is not None:
-        return float(container.duration) / float(av.time_base)
-    raise ProbeError(f"{container.name}: container reports no duration", kind="no_duration")
 
 
 def _first_frame_rotation(container: Any, path: Path) -> int:

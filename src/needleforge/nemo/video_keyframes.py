@@ -3,9 +3,10 @@
 :class:`VideoKeyframes` is the :data:`~needleforge.nemo.generate.KeyframeSource` that
 :func:`~needleforge.nemo.generate.generate` calls for the target and every negative of each
 montage. Unlike the representation stage, which decodes whole videos once in a straight pass,
-it needs a few frames of scattered scenes, so it seeks: for each wanted time it seeks to the
-nearest keyframe at or before it and decodes forward to the first frame at or after it (a
-time just ahead of the previous one is reached by decoding on, without a seek). Each video is
+it needs a few frames of scattered scenes, so it seeks
+(:class:`~needleforge.media.decode.VideoReader`): for each wanted time it seeks to the nearest
+keyframe at or before it and decodes forward to the first frame at or after it (a time just
+ahead of the previous one is reached by decoding on, without a seek). Each video is
 opened once and kept open (a few at a time), and each scene's frames are cached, since one
 scene serves as a negative of several montages.
 
@@ -25,41 +26,21 @@ thread-safe: use one per worker.
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from collections import OrderedDict
 from collections.abc import Iterator, Mapping
-from fractions import Fraction
 from pathlib import Path
 from types import TracebackType
-from typing import Any
-
-import av
-import numpy as np
 
 from needleforge.backends.base import Keyframe
 from needleforge.errors import MediaError, NemoError
+from needleforge.media.decode import DecodedFrame, VideoReader
 from needleforge.records import Scene, Video
 
 _EPS_S = 1e-6
-#: A wanted time at most this far past the last decoded frame is reached by decoding on.
-_DECODE_ON_S = 2.0
 #: Frames per scene that question writers and verifiers are shown (the pipeline's keyframe
 #: source); the negative probe looks at these times too.
 VERIFY_PER_SCENE = 4
-
-
-@dataclasses.dataclass(slots=True)
-class _OpenVideo:
-    """An open container and where its decoder stands."""
-
-    video_id: str
-    path: Path
-    container: Any
-    stream: Any
-    size: tuple[int, int] | None
-    frames: Iterator[tuple[float, Any]] | None = None
-    last: tuple[float, Any] | None = None
 
 
 def scene_times(scene: Scene, *, count: int) -> list[float]:
@@ -109,7 +90,7 @@ class VideoKeyframes:
         self.per_scene, self.max_side, self.every_s = per_scene, max_side, every_s
         self.also_per_scene = also_per_scene
         self._max_open, self._max_cached = max_open, max_cached
-        self._open: OrderedDict[str, _OpenVideo] = OrderedDict()
+        self._open: OrderedDict[str, VideoReader] = OrderedDict()
         self._cache: OrderedDict[str, tuple[Keyframe, ...]] = OrderedDict()
         self._extra: dict[str, frozenset[float]] = {}  # scene id -> its extra frames' times
         self.decoded_scenes = 0  # scenes decoded (not served from the cache), for tests/logs
@@ -127,11 +108,9 @@ class VideoKeyframes:
         if cached is not None:
             self._cache.move_to_end(scene.scene_id)
             return cached
-        video = self._video(scene.video_id)
-        frames, extra = self._decode_scene(video, scene)
-        self.decoded_scenes += 1
-        self._keep(scene.scene_id, frames, extra)
-        return frames
+        for _ in self.stream_without_extra(scene):
+            pass  # reading the stream to its end caches the scene
+        return self._cache[scene.scene_id]
 
     def _keep(self, scene_id: str, frames: tuple[Keyframe, ...], extra: frozenset[float]
               ) -> None:
@@ -160,14 +139,24 @@ class VideoKeyframes:
         Raises:
             NemoError, MediaError: as :meth:`__call__`.
         """
-        video = self._video(scene.video_id)
-        found = _frame_at(video, t_s, scene)
-        return None if found is None else self._keyframe(video, *found)
+        found = self._frame_at(scene, t_s)
+        return None if found is None else self._keyframe(scene, found)
 
-    def _keyframe(self, video: _OpenVideo, t_s: float, frame: Any) -> Keyframe:
-        image = (frame.to_ndarray(format="rgb24") if video.size is None else
-                 frame.to_ndarray(format="rgb24", width=video.size[0], height=video.size[1]))
-        return Keyframe(t_s, np.ascontiguousarray(image, dtype=np.uint8))
+    def _keyframe(self, scene: Scene, frame: DecodedFrame) -> Keyframe:
+        size = self._video(scene.video_id).facts.fitted(max_side=self.max_side)
+        return Keyframe(frame.t_s, frame.rgb(size=size))
+
+    def _frame_at(self, scene: Scene, t_s: float) -> DecodedFrame | None:
+        """The first frame at or after ``t_s`` inside ``scene``, else the last one before it."""
+        reader = self._video(scene.video_id)
+        try:
+            found = reader.frame_at(t_s, pick="at_or_after", until_s=scene.end_s,
+                                    hold_last=True)
+        except MediaError as err:
+            raise MediaError(f"video {scene.video_id}: {err}") from None
+        if found is None or not scene.start_s - _EPS_S <= found.t_s < scene.end_s - _EPS_S:
+            return None
+        return found
 
     def without_extra(self, scene: Scene) -> tuple[Keyframe, ...]:
         """The frames of ``scene`` that ``per_scene`` / ``every_s`` asked for (those of
@@ -201,14 +190,14 @@ class VideoKeyframes:
         which scene this source decoded before (a worker of
         :meth:`~needleforge.nemo.checks.negative_scan.TiledProbe.look_ahead` gets scenes in no fixed
         order)."""
-        for video in self._open.values():
-            video.frames, video.last = None, None
+        for reader in self._open.values():
+            reader.forget_position()
 
     def close(self) -> None:
         """Close every open video (the cache stays usable)."""
         while self._open:
-            _, video = self._open.popitem(last=False)
-            video.container.close()
+            _, reader = self._open.popitem(last=False)
+            reader.close()
 
     def __enter__(self) -> VideoKeyframes:
         return self
@@ -217,18 +206,25 @@ class VideoKeyframes:
                  tb: TracebackType | None) -> None:
         self.close()
 
-    def _video(self, video_id: str) -> _OpenVideo:
+    def _video(self, video_id: str) -> VideoReader:
         if video_id in self._open:
             self._open.move_to_end(video_id)
             return self._open[video_id]
         if video_id not in self._videos:
             raise NemoError(f"scene of video {video_id} asked for keyframes, but that video is "
                             f"not among the {len(self._videos)} given to VideoKeyframes")
-        opened = _open(video_id, Path(self._videos[video_id].stored_path), self.max_side)
+        path = Path(self._videos[video_id].stored_path)
+        if not path.is_file():
+            raise MediaError(f"video {video_id}: file {path} has vanished (moved or deleted "
+                             f"since ingest)")
+        try:
+            opened = VideoReader(path)
+        except MediaError as err:
+            raise MediaError(f"video {video_id}: {err}") from None
         self._open[video_id] = opened
         if len(self._open) > self._max_open:
             _, oldest = self._open.popitem(last=False)
-            oldest.container.close()
+            oldest.close()
         return opened
 
     def count_for(self, scene: Scene) -> int:
@@ -247,32 +243,22 @@ class VideoKeyframes:
                 wanted.setdefault(round(t, 6), True)
         return sorted(wanted.items())
 
-    def _decode_scene(self, video: _OpenVideo,
-                      scene: Scene) -> tuple[tuple[Keyframe, ...], frozenset[float]]:
-        frames: list[Keyframe] = []
-        extra: set[float] = set()
-        for frame, only_extra in self._decoding(video, scene):
-            frames.append(frame)
-            if only_extra:
-                extra.add(frame.t_s)
-        return tuple(frames), frozenset(extra)
-
-    def _decoding(self, video: _OpenVideo, scene: Scene) -> Iterator[tuple[Keyframe, bool]]:
+    def _decoding(self, scene: Scene) -> Iterator[tuple[Keyframe, bool]]:
         """``scene``'s frames as they are decoded, each with whether only ``also_per_scene``
         asked for it. A frame is given once the next wanted time is decoded: a wanted time
         that snaps onto the frame before makes that frame a wanted one."""
         held: Keyframe | None = None
         held_extra = False
         for t, only_extra in self._wanted(scene):
-            found = _frame_at(video, t, scene)
+            found = self._frame_at(scene, t)
             if found is None:
                 continue
-            if held is not None and found[0] <= held.t_s:  # snapped onto the frame before
+            if held is not None and found.t_s <= held.t_s:  # snapped onto the frame before
                 held_extra = held_extra and only_extra
                 continue
             if held is not None:
                 yield held, held_extra
-            held, held_extra = self._keyframe(video, *found), only_extra
+            held, held_extra = self._keyframe(scene, found), only_extra
         if held is not None:
             yield held, held_extra
 
@@ -289,10 +275,9 @@ class VideoKeyframes:
         if cached is not None:
             yield from self.without_extra(scene)
             return
-        video = self._video(scene.video_id)
         frames: list[Keyframe] = []
         extra: set[float] = set()
-        for frame, only_extra in self._decoding(video, scene):
+        for frame, only_extra in self._decoding(scene):
             frames.append(frame)
             if only_extra:
                 extra.add(frame.t_s)
@@ -300,78 +285,3 @@ class VideoKeyframes:
                 yield frame
         self.decoded_scenes += 1
         self._keep(scene.scene_id, tuple(frames), frozenset(extra))
-
-
-def _open(video_id: str, path: Path, max_side: int) -> _OpenVideo:
-    """Open ``path`` for seeking; raises MediaError naming the video and the path."""
-    if not path.is_file():
-        raise MediaError(f"video {video_id}: file {path} has vanished (moved or deleted since "
-                         f"ingest)")
-    try:
-        container = av.open(str(path), metadata_errors="ignore")
-    except (av.FFmpegError, OSError, UnicodeDecodeError) as err:
-        raise MediaError(f"video {video_id}: cannot open {path} for keyframes ({err})") from None
-    if not container.streams.video:
-        container.close()
-        raise MediaError(f"video {video_id}: {path} has no video stream")
-    stream = container.streams.video[0]
-    width, height = stream.codec_context.width, stream.codec_context.height
-    size = None
-    if max(width, height) > max_side:
-        scale = max_side / max(width, height)
-        size = (max(2, round(width * scale / 2) * 2), max(2, round(height * scale / 2) * 2))
-    return _OpenVideo(video_id, path, container, stream, size)
-
-
-def _timed_frames(video: _OpenVideo) -> Iterator[tuple[float, Any]]:
-    """Decoded frames from the current position with their times from the stream start."""
-    stream = video.stream
-    time_base = Fraction(stream.time_base) if stream.time_base else None
-    start = stream.start_time or 0
-    try:
-        for frame in video.container.decode(stream):
-            if frame.pts is not None and time_base is not None:
-                t_s = float((frame.pts - start) * time_base)
-            elif frame.time is not None:
-                t_s = float(frame.time)
-            else:
-                continue
-            yield round(max(t_s, 0.0), 6), frame
-    except (av.FFmpegError, OSError) as err:
-        if isinstance(err, av.error.EOFError):
-            return
-        raise MediaError(f"video {video.video_id}: decoding {video.path} failed: {err}"
-                         ) from None
-
-
-def _seek(video: _OpenVideo, t: float) -> Iterator[tuple[float, Any]]:
-    """Seek to the keyframe at or before ``t``; the frames from there on."""
-    stream = video.stream
-    time_base = Fraction(stream.time_base) if stream.time_base else Fraction(1, av.time_base)
-    offset = math.floor(Fraction(t) / time_base) + (stream.start_time or 0)
-    try:
-        video.container.seek(max(offset, 0), stream=stream, backward=True, any_frame=False)
-    except (av.FFmpegError, OSError) as err:
-        raise MediaError(f"video {video.video_id}: seeking {video.path} to {t:.3f} s failed: "
-                         f"{err}") from None
-    video.frames, video.last = _timed_frames(video), None
-    return video.frames
-
-
-def _frame_at(video: _OpenVideo, t: float, scene: Scene) -> tuple[float, Any] | None:
-    """The first frame at or after ``t`` that lies inside ``scene`` (or the last one before
-    it when the scene or the file ends first); None when nothing inside was decoded."""
-    frames, last = video.frames, video.last
-    if frames is None or last is None or last[0] >= t or t - last[0] > _DECODE_ON_S:
-        frames = _seek(video, t)
-    previous: tuple[float, Any] | None = None
-    for t_s, frame in frames:
-        video.last = (t_s, frame)
-        if t_s >= t - _EPS_S:
-            if t_s < scene.end_s - _EPS_S:
-                return t_s, frame
-            break
-        previous = (t_s, frame)
-    if previous is not None and scene.start_s - _EPS_S <= previous[0] < scene.end_s - _EPS_S:
-        return previous
-    return None

@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import Any
 
 import av
-import numpy as np
 
 from needleforge.errors import MediaError
+from needleforge.media.decode import VideoReader
 from needleforge.media.probe import probe
 from needleforge.params import SceneParams
 from needleforge.records import Scene
@@ -164,19 +164,16 @@ def colourless_video(path: Path, *, duration_s: float, samples: int = 8) -> bool
     (:func:`~needleforge.scenes.palette.colourless`). A video that cannot be read is not."""
     seen: list[bool] = []
     try:
-        with av.open(str(path)) as container:
-            stream = container.streams.video[0]
-            if stream.time_base is None:
-                return False
+        with VideoReader(path) as reader:
+            facts = reader.facts
+            size = (160, max(2, round(160 * facts.height / max(facts.width, 1))))
             for i in range(samples):
-                t_s = (i + 0.5) * duration_s / samples
-                container.seek(int(t_s / float(stream.time_base)), stream=stream)
-                frame = next(container.decode(stream), None)
+                # sample times count from the container's zero, not the stream start
+                t_s = max((i + 0.5) * duration_s / samples - facts.start_s, 0.0)
+                frame = reader.keyframe_at_or_before(t_s)
                 if frame is not None:
-                    small = frame.reformat(width=160, height=max(
-                        2, round(160 * frame.height / max(frame.width, 1))), format="rgb24")
-                    seen.append(colourless(np.asarray(small.to_ndarray(), dtype=np.uint8)))
-    except (av.FFmpegError, IndexError, StopIteration, ValueError):
+                    seen.append(colourless(frame.rgb(size=size)))
+    except (MediaError, ValueError):
         return False
     return bool(seen) and sum(seen) >= COLOURLESS_SHARE * len(seen)
 

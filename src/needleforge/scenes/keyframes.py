@@ -17,16 +17,11 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import math
-from collections.abc import Callable, Generator, Iterator, Sequence
-from fractions import Fraction
+from collections.abc import Generator, Iterator, Sequence
 from pathlib import Path
-from typing import Any
-
-import av
-import numpy as np
 
 from needleforge.backends.base import Keyframe
-from needleforge.errors import MediaError
+from needleforge.media.decode import DecodedFrame, VideoReader
 from needleforge.records import Scene
 
 #: Stop after this many packets in a row fail to decode (isolated bad packets are skipped).
@@ -47,16 +42,50 @@ class KeyframeSampler(Iterator[Keyframe]):
     stopped short of the last scene, and ``frames_decoded`` counts decoded frames.
     """
 
-    def __init__(
-        self,
-        make_frames: Callable[[KeyframeSampler], Generator[Keyframe]],
-        *,
-        release: Callable[[], None],
-    ) -> None:
-        self.decode_error: str | None = None
-        self.frames_decoded = 0
-        self._frames = make_frames(self)
-        self._release = release
+    def __init__(self, reader: VideoReader, scenes: Sequence[Scene], targets: list[_Target],
+                 *, max_side_px: int | None) -> None:
+        self._reader = reader
+        self._short: str | None = None  # set when scenes got no keyframe
+        self._frames = self._walk(scenes, targets, max_side_px)
+
+    @property
+    def decode_error(self) -> str | None:
+        """The first decoding failure, else which scenes the decode stopped short of."""
+        return self._reader.decode_error or self._short
+
+    @property
+    def frames_decoded(self) -> int:
+        """Frames decoded so far."""
+        return self._reader.frames_decoded
+
+    def _walk(self, scenes: Sequence[Scene], targets: list[_Target], max_side_px: int | None
+              ) -> Generator[Keyframe]:
+        """Each target's frame, from one front-to-back decode; closes the reader when done.
+        The frame before a target stands in (a cut or the end came first) only for a scene
+        without a keyframe yet."""
+        reader = self._reader
+        with reader:
+            size = reader.facts.fitted(max_side=max_side_px)
+            served: dict[int, float] = {}  # scene index -> t_s of its last keyframe
+            last: DecodedFrame | None = None
+            for target in targets:
+                scene, index = scenes[target.scene_index], target.scene_index
+                frame = reader.frame_at(target.t_s, pick="at_or_after", seek="never",
+                                        until_s=scene.end_s, hold_last=True)
+                last = frame or last
+                if frame is None or (frame.t_s < target.t_s - _EPS_S and index in served):
+                    continue
+                if (scene.start_s - _EPS_S <= frame.t_s < scene.end_s - _EPS_S
+                        and frame.t_s != served.get(index)):
+                    served[index] = frame.t_s
+                    yield Keyframe(scene_id=scene.scene_id, t_s=frame.t_s,
+                                   image=frame.rgb(size=size))
+            missing = [s.scene_id for i, s in enumerate(scenes) if i not in served]
+            if missing and reader.ended:
+                end = "no frame" if last is None else f"the frame at {last.t_s:.3f} s"
+                self._short = (f"{reader.path}: decoding stopped at {end} after "
+                               f"{reader.frames_decoded} frames; {len(missing)} scene(s) got "
+                               f"no keyframe, first {missing[0]}")
 
     def __iter__(self) -> KeyframeSampler:
         return self
@@ -67,7 +96,7 @@ class KeyframeSampler(Iterator[Keyframe]):
     def close(self) -> None:
         """Stop early and release the file (also happens when iteration ends)."""
         self._frames.close()
-        self._release()  # the generator releases it only if iteration had started
+        self._reader.close()  # the generator releases it only if iteration had started
 
 
 def keyframe_times(
@@ -120,11 +149,8 @@ def sample_keyframes(
         for index, scene in enumerate(scenes)
         for t in keyframe_times(scene, fps=fps, max_per_scene=max_per_scene, offset_s=offset_s)
     ]
-    container = _open(path)
-    return KeyframeSampler(
-        lambda sampler: _sample(container, scenes, targets, sampler, max_side_px, path),
-        release=container.close,
-    )
+    reader = VideoReader(path, max_bad_packets=MAX_CONSECUTIVE_FAILURES)
+    return KeyframeSampler(reader, scenes, targets, max_side_px=max_side_px)
 
 
 def _check_sampling(*, fps: float, max_per_scene: int | None, offset_s: float) -> None:
@@ -134,134 +160,3 @@ def _check_sampling(*, fps: float, max_per_scene: int | None, offset_s: float) -
         raise ValueError(f"max_per_scene = {max_per_scene} must be >= 1 or None")
     if not (math.isfinite(offset_s) and offset_s >= 0):
         raise ValueError(f"offset_s = {offset_s!r} must be finite and >= 0")
-
-
-def _open(path: Path) -> Any:
-    try:
-        container = av.open(str(path), metadata_errors="ignore")
-    except (av.FFmpegError, OSError, UnicodeDecodeError) as err:
-        raise MediaError(f"{path}: cannot open video for keyframes ({err})") from None
-    if not container.streams.video:
-        container.close()
-        raise MediaError(f"{path}: no video stream to sample keyframes from")
-    return container
-
-
-def _sample(
-    container: Any,
-    scenes: Sequence[Scene],
-    targets: list[_Target],
-    sampler: KeyframeSampler,
-    max_side_px: int | None,
-    path: Path,
-) -> Generator[Keyframe]:
-    """Walk decoded frames and targets together; closes the container when done."""
-    with container:
-        stream = container.streams.video[0]
-        size = _output_size(stream.codec_context.width, stream.codec_context.height, max_side_px)
-        served: dict[int, float] = {}  # scene index -> t_s of its last keyframe
-        previous: tuple[float, Any] | None = None
-        pending = 0
-        for t_s, frame in _decoded_frames(container, stream, sampler, path):
-            while pending < len(targets) and t_s >= targets[pending].t_s - _EPS_S:
-                index = targets[pending].scene_index
-                pending += 1
-                chosen = _choose(scenes[index], (t_s, frame), previous, served.get(index))
-                if chosen is not None:
-                    served[index] = chosen[0]
-                    yield _keyframe(scenes[index], chosen, size)
-            if pending == len(targets):
-                return  # every target served: the rest of the file is not needed
-            previous = (t_s, frame)
-        # Decoding ended first: a target past the last frame still gets it when it is inside.
-        for target in targets[pending:]:
-            index = target.scene_index
-            chosen = _choose(scenes[index], None, previous, served.get(index))
-            if chosen is not None:
-                served[index] = chosen[0]
-                yield _keyframe(scenes[index], chosen, size)
-        missing = [s.scene_id for i, s in enumerate(scenes) if i not in served]
-        if missing and sampler.decode_error is None:
-            end = "no frame" if previous is None else f"the frame at {previous[0]:.3f} s"
-            sampler.decode_error = (
-                f"{path}: decoding stopped at {end} after {sampler.frames_decoded} frames; "
-                f"{len(missing)} scene(s) got no keyframe, first {missing[0]}"
-            )
-
-
-def _choose(
-    scene: Scene,
-    current: tuple[float, Any] | None,
-    previous: tuple[float, Any] | None,
-    last_served_s: float | None,
-) -> tuple[float, Any] | None:
-    """The frame for one target of ``scene``, or None (duplicate, or nothing inside).
-
-    ``current`` is the first frame at or after the target; when it is past the scene end,
-    the frame before it stands in if the scene has no keyframe yet and it lies inside.
-    """
-    if current is not None and current[0] < scene.end_s - _EPS_S:
-        chosen = current
-    elif last_served_s is None and previous is not None:
-        chosen = previous
-    else:
-        return None
-    inside = scene.start_s - _EPS_S <= chosen[0] < scene.end_s - _EPS_S
-    if not inside or chosen[0] == last_served_s:
-        return None
-    return chosen
-
-
-def _keyframe(scene: Scene, chosen: tuple[float, Any], size: tuple[int, int] | None) -> Keyframe:
-    t_s, frame = chosen
-    if size is None:
-        image = frame.to_ndarray(format="rgb24")
-    else:
-        image = frame.to_ndarray(format="rgb24", width=size[0], height=size[1])
-    return Keyframe(scene_id=scene.scene_id, t_s=t_s, image=np.ascontiguousarray(image))
-
-
-def _output_size(width: int, height: int, max_side_px: int | None) -> tuple[int, int] | None:
-    """Even-sized (width, height) with the longer side at most ``max_side_px``; None = keep."""
-    if max_side_px is None or max(width, height) <= max_side_px:
-        return None
-    scale = max_side_px / max(width, height)
-    return max(2, round(width * scale / 2) * 2), max(2, round(height * scale / 2) * 2)
-
-
-def _decoded_frames(
-    container: Any, stream: Any, sampler: KeyframeSampler, path: Path
-) -> Iterator[tuple[float, Any]]:
-    """``(t_s, frame)`` in decode order with t_s from the stream start, skipping bad packets.
-
-    The first failure is recorded in ``sampler.decode_error``; reading stops on a demuxer
-    error or after :data:`MAX_CONSECUTIVE_FAILURES` undecodable packets in a row.
-    """
-    time_base = Fraction(stream.time_base) if stream.time_base else None
-    start_pts = stream.start_time or 0
-    rate = float(stream.average_rate or stream.guessed_rate or 25)
-    packets = container.demux(stream)
-    failures = 0
-    while True:
-        try:
-            packet = next(packets)
-            frames = packet.decode()
-        except StopIteration:
-            return
-        except (av.FFmpegError, OSError) as err:
-            failures += 1
-            if sampler.decode_error is None:
-                sampler.decode_error = (
-                    f"{path}: decoding failed after {sampler.frames_decoded} frames: {err}"
-                )
-            if failures >= MAX_CONSECUTIVE_FAILURES or isinstance(err, av.error.EOFError):
-                return
-            continue
-        failures = 0
-        for frame in frames:
-            if frame.pts is not None and time_base is not None:
-                t_s = float((frame.pts - start_pts) * time_base)
-            else:
-                t_s = sampler.frames_decoded / rate
-            sampler.frames_decoded += 1
-            yield round(max(t_s, 0.0), 6), frame

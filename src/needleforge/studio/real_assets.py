@@ -31,10 +31,10 @@ import shutil
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-import av
 import numpy as np
 
-from needleforge.errors import StudioError
+from needleforge.errors import MediaError, StudioError
+from needleforge.media.decode import DecodedFrame, StreamFacts, VideoReader
 from needleforge.studio.assets import REAL_CLIPS, PackageFile, RealClip, locate
 
 #: The ``realfootage`` extra, pinned: the versions whose clips were checked by eye.
@@ -413,44 +413,35 @@ def read_letterboxed(path: Path, *, start_s: float, n_frames: int, fps: float,
     naming the file when it does not decode or has no frames.
     """
     try:
-        with av.open(str(path)) as container:
-            stream = container.streams.video[0]
-            base = stream.time_base
-            origin = float(stream.start_time * base) if stream.start_time and base else 0.0
-            step, fitted = 1.0 / float(stream.average_rate or fps), _fit(stream, size)
-            k, time, last, image = 0, -step, None, None
-            for frame in container.decode(stream):
-                time = float(frame.time) - origin if frame.time is not None else time + step
-                while last is not None and k < n_frames and start_s + k / fps < time - 1e-6:
-                    image = _letterbox(last, fitted, size) if image is None else image
-                    yield image
-                    k += 1
-                if k >= n_frames:
-                    return
-                last, image = frame, None
-            if last is None:
-                raise StudioError(f"real clip {path} has no video frames")
-            image = _letterbox(last, fitted, size) if image is None else image
-            for _ in range(k, n_frames):
+        with VideoReader(path) as reader:
+            fitted = _fit(reader.facts, size)
+            shown: DecodedFrame | None = None
+            image: np.ndarray
+            for k in range(n_frames):
+                frame = reader.frame_at(start_s + k / fps, pick="on_screen", seek="never",
+                                        hold_last=True)
+                if frame is None:
+                    raise StudioError(f"real clip {path} has no video frames")
+                if frame is not shown:
+                    shown, image = frame, _letterbox(frame, fitted, size)
                 yield image
-    except av.FFmpegError as err:
+    except MediaError as err:
         raise StudioError(f"real clip {path} does not decode: {err}") from None
 
 
-def _fit(stream: av.video.stream.VideoStream, size: tuple[int, int]) -> tuple[int, int]:
+def _fit(facts: StreamFacts, size: tuple[int, int]) -> tuple[int, int]:
     """The clip's display size (sample aspect ratio applied) fitted inside ``size``, even."""
-    ctx = stream.codec_context
-    sar = float(ctx.sample_aspect_ratio) if ctx.sample_aspect_ratio else 1.0
-    aspect = ctx.width * sar / ctx.height
+    aspect = facts.width * facts.pixel_aspect / facts.height
     width, height = size
     if aspect >= width / height:
         return width, 2 * round(width / aspect / 2)
     return 2 * round(height * aspect / 2), height
 
 
-def _letterbox(frame: av.VideoFrame, fitted: tuple[int, int], size: tuple[int, int]) -> np.ndarray:
+def _letterbox(frame: DecodedFrame, fitted: tuple[int, int], size: tuple[int, int]
+               ) -> np.ndarray:
     """``frame`` scaled to ``fitted`` and centred on a black canvas of ``size``."""
-    image = frame.reformat(width=fitted[0], height=fitted[1], format="rgb24").to_ndarray()
+    image = frame.rgb(size=fitted)
     canvas = np.zeros((size[1], size[0], 3), dtype=np.uint8)
     top, left = (size[1] - fitted[1]) // 2, (size[0] - fitted[0]) // 2
     canvas[top : top + fitted[1], left : left + fitted[0]] = image
@@ -463,13 +454,14 @@ def sample_frames(name: str, *, every: int = 25, most: int = 8) -> list[np.ndarr
 
     Raises:
         StudioError: an unknown name, or the clip's package is not installed (naming it).
+        MediaError: the clip does not decode (naming it).
     """
     path = locate(select_sources([name])[0].clip.source)
     out: list[np.ndarray] = []
-    with av.open(str(path)) as container:
-        for index, frame in enumerate(container.decode(video=0)):
+    with VideoReader(path) as reader:
+        for index, frame in enumerate(reader.frames()):
             if index % every == 0:
-                out.append(frame.to_ndarray(format="rgb24"))
+                out.append(frame.rgb())
             if len(out) >= most:
                 break
     return out

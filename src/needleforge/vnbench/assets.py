@@ -246,13 +246,12 @@ def _builtin_picture(item: BuiltinImage) -> Image.Image:
 
 
 def _video_frame(path: Path, index: int) -> Image.Image:
-    import av
+    from needleforge.media.decode import VideoReader
 
-    with av.open(str(path)) as container:
-        for k, frame in enumerate(container.decode(video=0)):
+    with VideoReader(path) as reader:
+        for k, frame in enumerate(reader.frames()):
             if k == index:
-                rgb = np.asarray(frame.to_ndarray(format="rgb24"), dtype=np.uint8)
-                return Image.fromarray(rgb).convert("RGBA")
+                return Image.fromarray(frame.rgb()).convert("RGBA")
     raise VNBenchError(f"{path} has no frame {index}")
 
 

@@ -21,6 +21,7 @@ import numpy as np
 from needleforge.backends.base import RGBImage
 from needleforge.errors import MediaError
 from needleforge.media.cache import SELECT_EPS_S, normalize_filter, read_index, run_ffmpeg_measured
+from needleforge.media.decode import VideoReader
 from needleforge.params import RenderParams
 
 #: How far before a sampled instant the decoder seeks (as the clip cache does), so the frame
@@ -88,16 +89,12 @@ def decode_file(path: Path) -> list[RGBImage]:
     """Every frame of a video file (mp4, or a cached ``.h264`` clip) as RGB, in order.
 
     Raises:
-        MediaError: when the file cannot be opened or decoded.
+        MediaError: when the file is missing, cannot be opened or decoded.
     """
     if path.suffix == ".h264":
         return decode_h264(path.read_bytes())
-    try:
-        with av.open(str(path)) as container:
-            return [np.asarray(f.to_ndarray(format="rgb24"), dtype=np.uint8)
-                    for f in container.decode(video=0)]
-    except (av.FFmpegError, OSError) as err:
-        raise MediaError(f"{path}: cannot decode ({err})") from None
+    with VideoReader(path) as reader:
+        return [frame.rgb() for frame in reader.frames()]
 
 
 def source_frames_at(source: Path, *, start_s: float, seconds: Sequence[int],
