@@ -12,8 +12,9 @@ changelog and card. Every run leaves a summary artifact in the Prefect UI (plus 
 table and links to the card and Data Docs when it released). VNBench is not part of the
 refresh (its haystacks are drawn from the whole corpus; build it with the CLI).
 Run once: ``python -m flows.refresh MANIFEST [--db DB] [--params params.yaml] [--name NAME]
-[--force]`` (``-m`` from the repo root: it imports the sibling flows); serve on a cron
-schedule with ``--serve "0 3 * * 1"`` (needs a Prefect server), or deploy ``prefect.yaml``.
+[--force] [--human-verdicts reviews/human_verdicts.jsonl]`` (``-m`` from the repo root: it
+imports the sibling flows); serve on a cron schedule with ``--serve "0 3 * * 1"`` (needs a
+Prefect server), or deploy ``prefect.yaml``.
 """
 
 from __future__ import annotations
@@ -66,13 +67,15 @@ def expand_task(db: Path, params: Params) -> ExpansionResult:
 def release_task(
     *, db: Path, name: str, out_root: Path, render_dir: Path, params: Params,
     previous: Path | None, earlier: Sequence[Path], on_gate: Callable[[GateResult], None],
-    failures: Sequence[StageFailure], inputs: Fingerprint,
+    failures: Sequence[StageFailure], inputs: Fingerprint, human_verdicts: Path | None,
 ) -> ReleaseReport:
     with run_progress(f"release {name}", "build steps") as report:
         return release_store(
             db=db, name=name, out_root=out_root, render_dir=render_dir, params=params,
             previous=previous, earlier=earlier, on_gate=on_gate, failures=failures,
-            inputs=inputs, on_step=report)
+            inputs=inputs, on_step=report, human_verdicts=human_verdicts,
+            on_verdicts=lambda recorded: print(f"{human_verdicts} → {db}\n"
+                                               f"{recorded.to_text()}"))
 def _refresh(plan: RefreshPlan, previous: Path | None) -> tuple[artifacts.RunSummary,
                                                                  dict[str, int]]:
     runner, title = plan.params.runner, f"Refresh {plan.name}"
@@ -103,7 +106,8 @@ def _refresh(plan: RefreshPlan, previous: Path | None) -> tuple[artifacts.RunSum
             db=plan.db, name=plan.name, out_root=plan.releases, render_dir=render_dir,
             params=plan.params, previous=last.path if last is not None else None,
             earlier=earlier_releases(plan.releases, name=plan.name),
-            on_gate=artifacts.post_gate, failures=failures, inputs=verdict.inputs)
+            on_gate=artifacts.post_gate, failures=failures, inputs=verdict.inputs,
+            human_verdicts=plan.human_verdicts)
     except QualityError as err:
         artifacts.post(artifacts.RunSummary(title, f"nothing released: {err}", None,
                                             tuple(failures), verdict.previous, failed=True),
@@ -123,17 +127,20 @@ def refresh_flow(
     releases: Path = Path("releases"), name: str | None = None,
     params_path: Path | None = None, previous: Path | None = None,
     publish_repo: Path | None = None, remote: str | None = None, force: bool = False,
+    human_verdicts: Path | None = None,
 ) -> dict[str, Any]:
     """Refresh ``db`` from ``manifest`` and build ``releases/<name>`` when something is new.
 
     ``name`` defaults to the UTC time (``2026.11.29-0300``); ``previous`` to the release
     built last; ``force`` releases even when nothing is new. With ``publish_repo`` the
-    release is published and tagged ``name``. Returns what happened (``released`` is None
+    release is published and tagged ``name``. ``human_verdicts``: a verdict file
+    (``reviews/human_verdicts.jsonl``) recorded into ``db`` before the release is built,
+    checked before any work. Returns what happened (``released`` is None
     when nothing was); raises, after leaving its summary artifact, when nothing new succeeded.
     """
     plan = preflight(manifest=manifest, db=db, releases=releases, name=name,
                      params_path=params_path, publish_repo=publish_repo, remote=remote,
-                     force=force)
+                     force=force, human_verdicts=human_verdicts)
     with store_lock(plan.db):
         summary, counts = _refresh(plan, previous)
     artifacts.post(summary, key="refresh-summary")
@@ -161,6 +168,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--remote", default=None)
     parser.add_argument("--force", action="store_true",
                         help="release even when nothing is new")
+    parser.add_argument("--human-verdicts", type=Path, default=None,
+                        help="verdict file (JSONL) recorded into the store before releasing")
     parser.add_argument("--serve", metavar="CRON", default=None,
                         help="serve the flow on this cron schedule instead of running once")
     run_main(parser, _serve_or_run, argv)
@@ -172,10 +181,11 @@ def _serve_or_run(args: argparse.Namespace) -> None:
             "manifest": str(args.manifest), "db": str(args.db),
             "releases": str(args.releases), "params_path": args.params and str(args.params),
             "publish_repo": args.publish_repo and str(args.publish_repo),
-            "remote": args.remote, "force": args.force})
+            "remote": args.remote, "force": args.force,
+            "human_verdicts": args.human_verdicts and str(args.human_verdicts)})
         return
     refresh_flow(args.manifest, args.db, args.releases, args.name, args.params, args.previous,
-                 args.publish_repo, args.remote, args.force)
+                 args.publish_repo, args.remote, args.force, args.human_verdicts)
 
 
 if __name__ == "__main__":

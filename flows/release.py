@@ -8,8 +8,8 @@ bucket, what changed), the gate's table (``quality-gate``) and links to the card
 Docs. The previous release for the
 changelog is the one built last under ``--out`` unless ``--previous`` names one.
 Run: ``python -m flows.release NAME --db data/db/expand.duckdb --render data/render
-[--vnbench data/vnbench] [--out releases] [--params params.yaml]`` from the repo root
-(``--db`` defaults to the CLI's store, as ``needleforge release`` does).
+[--vnbench data/vnbench] [--out releases] [--params params.yaml] [--human-verdicts FILE]``
+from the repo root (``--db`` defaults to the CLI's store, as ``needleforge release`` does).
 """
 
 from __future__ import annotations
@@ -31,9 +31,11 @@ from needleforge.stages.release import earlier_releases, previous_release, relea
 def release_flow(
     name: str, db: Path, out: Path = Path("releases"), render_dir: Path | None = None,
     vnbench_dir: Path | None = None, previous: Path | None = None, overwrite: bool = False,
-    params_path: Path | None = None,
+    params_path: Path | None = None, human_verdicts: Path | None = None,
 ) -> dict[str, Any]:
     """Build ``out/name`` from ``db`` and post its artifacts; returns what shipped.
+    ``human_verdicts``: a verdict file (``reviews/human_verdicts.jsonl``) recorded into
+    ``db`` first, as ``needleforge release --human-verdicts`` does.
 
     Raises:
         ReleaseError / QualityError: as :func:`needleforge.stages.release.release_store` (a failed
@@ -46,7 +48,9 @@ def release_flow(
             db=db, name=name, out_root=out, render_dir=render_dir, params=params,
             previous=prev, vnbench_dir=vnbench_dir,
             earlier=earlier_releases(out, name=name), overwrite=overwrite,
-            on_gate=artifacts.post_gate, on_step=progress)
+            on_gate=artifacts.post_gate, on_step=progress, human_verdicts=human_verdicts,
+            on_verdicts=lambda recorded: print(f"{human_verdicts} → {db}\n"
+                                               f"{recorded.to_text()}"))
     reason = f"released {name}" + (f" (changelog against {prev.name})" if prev else "")
     artifacts.post(artifacts.RunSummary(f"Release {name}", reason, report,
                                         previous=prev.name if prev else None),
@@ -65,8 +69,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--vnbench", type=Path, default=None)
     parser.add_argument("--previous", type=Path, default=None)
     parser.add_argument("--overwrite", action="store_true")
+    parser.add_argument("--human-verdicts", type=Path, default=None,
+                        help="verdict file (JSONL) recorded into --db before building")
     run_main(parser, lambda a: release_flow(a.name, a.db, a.out, a.render, a.vnbench,
-                                            a.previous, a.overwrite, a.params), argv)
+                                            a.previous, a.overwrite, a.params,
+                                            a.human_verdicts), argv)
 
 
 if __name__ == "__main__":

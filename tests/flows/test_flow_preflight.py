@@ -161,3 +161,25 @@ def test_the_refresh_checks_the_model_server_before_ingesting(tmp_path: Path) ->
         preflight(manifest=manifest, db=db, releases=tmp_path / "releases", name=None,
                   params_path=params)
     assert not db.parent.exists()
+
+
+def test_the_refresh_reads_the_human_verdict_file_before_ingesting(tmp_path: Path) -> None:
+    """A verdict file with a line that is not a verdict stops a refresh at its checks, naming
+    the file and line: not after ingesting, representing and generating."""
+    from needleforge.review.verdicts import VerdictError
+    from needleforge.stages.refresh import preflight
+
+    manifest = tmp_path / "manifest.yaml"
+    manifest.write_text(yaml.safe_dump({"version": 1, "sources": [
+        {"path": "a.mp4", "program": "p", "rights_holder": "R", "licence_id": "CC0-1.0",
+         "scope": ["benchmark"], "valid_until": "2099-01-01"}]}))
+    verdicts = tmp_path / "human_verdicts.jsonl"
+    verdicts.write_text('{"question_key": "k1", "valid": "maybe"}\n')
+    db = tmp_path / "db" / "nf.duckdb"
+    with pytest.raises(VerdictError, match=rf"{verdicts}:1: "):
+        preflight(manifest=manifest, db=db, releases=tmp_path / "releases", name=None,
+                  params_path=None, human_verdicts=verdicts)
+    assert not db.parent.exists()
+    plan = preflight(manifest=manifest, db=db, releases=tmp_path / "releases", name=None,
+                     params_path=None, human_verdicts=tmp_path / "absent.jsonl")
+    assert plan.human_verdicts == tmp_path / "absent.jsonl"  # a missing file holds none

@@ -5,7 +5,7 @@ A three-episode studio corpus is released twice: ``r1`` from a manifest listing 
 others' scene rows stay byte-for-byte the same) and ``r2``'s changelog must add exactly the
 released questions whose target lies in the new episode, removing and changing nothing. A
 third run on the same manifest has nothing new and releases nothing; a release flow after it
-compares with the release built last.
+compares with the release built last and records a human verdict file before it builds.
 """
 
 from __future__ import annotations
@@ -20,7 +20,10 @@ from typer.testing import CliRunner
 from flows.refresh import refresh_flow
 from flows.release import release_flow
 from needleforge.cli import app
+from needleforge.records.human import HumanVerdict
 from needleforge.release import history
+from needleforge.review.verdict_file import write_verdict_file
+from needleforge.review.verdicts import question_key
 from needleforge.store import Store
 
 
@@ -98,6 +101,21 @@ def test_refresh_adds_only_the_new_videos_questions(tmp_path: Path,
 
     # A one-off release flow: its changelog compares with the release built last (r2), not
     # with the last name in sort order (r2 < "sample"), and its card reads the gate offline.
-    made = release_flow("sample", db, releases, db.parent / "render", params_path=params)
+    # It records a human verdict file first: the question judged invalid there is not shipped.
+    judged = sorted(_released_ids(releases / "r2"))[0]
+    with Store(db, read_only=True) as store:
+        montages = {m.montage_id: m for m in store.montages()}
+        key = next(question_key(q, montages[q.montage_id]) for q in store.questions()
+                   if q.question_id == judged)
+    verdicts = tmp_path / "human_verdicts.jsonl"
+    write_verdict_file(verdicts, [HumanVerdict(
+        question_key=key, question_id=judged, annotator="owner", source="yaml",
+        source_ref=f"v.yaml#{key}", choice="wrong span", valid=False, spans_right=False,
+        negatives_clean=True)])
+    made = release_flow("sample", db, releases, db.parent / "render", params_path=params,
+                        human_verdicts=verdicts)
     assert made["released"] == "sample" and made["previous"] == "r2"
-    assert "## Quality gate" in (releases / "sample" / "card.md").read_text()
+    card = (releases / "sample" / "card.md").read_text()
+    assert "## Quality gate" in card
+    assert judged not in _released_ids(releases / "sample")
+    assert "1 question(s) have a human decision (0 valid)" in card

@@ -36,6 +36,7 @@ from needleforge.params import Params, load_params
 from needleforge.records.failures import StageFailure, summarize
 from needleforge.release.build import RELEASE_NAME_RE
 from needleforge.release.history import BuildInfo, Fingerprint, fingerprint, latest_release
+from needleforge.review.verdict_file import read_verdict_file
 from needleforge.runtime.preflight import check_nemo, check_objects
 from needleforge.store import Store
 
@@ -59,11 +60,14 @@ class RefreshPlan:
     publish_repo: Path | None
     remote: str | None
     force: bool
+    #: The human verdict file the release records first (:mod:`needleforge.review.verdict_file`).
+    human_verdicts: Path | None = None
 
 
 def preflight(*, manifest: Path, db: Path, releases: Path, name: str | None,
               params_path: Path | None, publish_repo: Path | None = None,
-              remote: str | None = None, force: bool = False) -> RefreshPlan:
+              remote: str | None = None, force: bool = False,
+              human_verdicts: Path | None = None) -> RefreshPlan:
     """Check every input of a refresh before any work starts; returns the plan.
 
     Raises:
@@ -76,6 +80,8 @@ def preflight(*, manifest: Path, db: Path, releases: Path, name: str | None,
         BackendError: a model backend of the params cannot start: a dead model server, a
             missing checkpoint or sidecar Python (:mod:`needleforge.runtime.preflight`), checked
             here and not after ingesting and representing the new sources.
+        VerdictError: the human verdict file has a line that is not a verdict (a missing
+            file holds none).
     """
     if not manifest.is_file():
         raise RefreshError(
@@ -104,8 +110,10 @@ def preflight(*, manifest: Path, db: Path, releases: Path, name: str | None,
 
         check_publish(releases / name, repo=publish_repo, tag=name, remote=remote,
                       built=False)
+    if human_verdicts is not None:
+        read_verdict_file(human_verdicts)  # a bad line stops the run now, not at the release
     return RefreshPlan(manifest, db, releases, name, params, params_path, publish_repo,
-                       remote, force)
+                       remote, force, human_verdicts)
 
 
 def lock_path(db: Path) -> Path:
