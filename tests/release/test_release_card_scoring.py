@@ -43,6 +43,7 @@ def test_section_names_overlaps_and_the_bar_to_beat(records: list[dict[str, obje
     scores = blind_vnbench_scores(records)
     bar = max(ci[1] for name, (_, ci) in scores.items() if name != "random")
     assert f"exceeds {100 * bar:.1f} % (the highest blind upper end)" in text
+    assert "Random is not the chance level to beat" in text
     assert "does not tell apart: " in text  # 6 samples a task: some intervals overlap
 
 

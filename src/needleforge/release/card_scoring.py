@@ -135,7 +135,10 @@ def _blind_blocks(records: Sequence[Record]) -> list[Paragraph | Table]:
         f"when the low end of its VNBench interval exceeds {100 * bar:.1f} % (the highest "
         "blind upper end), and from random when it exceeds "
         f"{100 * scores['random'][1][1]:.1f} %; the leaderboard gives the embedded baseline's "
-        "interval and names every pair that overlaps.")]
+        "interval and names every pair that overlaps. Random is not the chance level to beat: "
+        "VNBench's circular evaluation counts a try only when every rotation of its options "
+        "is answered right, which random letters almost never do, while a blind guesser that "
+        "picks the same option text in every rotation is right whenever its prior is.")]
 
 
 def scoring_section(records: Sequence[Record], *, min_window_s: float,
