@@ -60,7 +60,7 @@ def test_nemo_params_are_checked() -> None:
     assert parse_params({}).nemo == NemoParams()
     defaults = NemoParams()
     assert (defaults.min_scene_s, defaults.min_visible_s, defaults.min_scene_tags) == (
-        3.0, 2.0, 1)
+        2.5, 2.0, 1)
     assert (defaults.min_area_frac, defaults.max_area_frac) == (0.05, 0.25)
     assert "sky" in defaults.abstract_labels
     with pytest.raises(ParamsError, match=r"unknown key 'nemo\.sed'"):
