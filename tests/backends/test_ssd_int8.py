@@ -168,7 +168,7 @@ def _iou(a: list[float], b: list[float]) -> float:
     return inter / union if union > 0 else 0.0
 
 
-def _unmatched(ours: list[list[float]], theirs: list[list[float]]) -> list[list[float]]:
+def _rows_without_twin(ours: list[list[float]], theirs: list[list[float]]) -> list[list[float]]:
     """The rows of ``ours`` scoring at least 0.35 that ``theirs`` has no twin of: a row of the
     same label, its box at IoU >= 0.95 and its score within 0.05."""
     return [a for a in ours if a[2] >= 0.35 and not any(
@@ -200,4 +200,4 @@ def test_int8_rows_agree_with_and_without_avx512_vnni_and_amx() -> None:
     native, avx2 = rows
     assert sum(1 for frame in native for r in frame if r[2] >= 0.35) >= 8  # something to compare
     for n, a in zip(native, avx2, strict=True):
-        assert _unmatched(n, a) == [] and _unmatched(a, n) == []
+        assert _rows_without_twin(n, a) == [] and _rows_without_twin(a, n) == []

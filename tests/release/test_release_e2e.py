@@ -25,7 +25,7 @@ import yaml
 
 from needleforge.release import load_release, publish
 from needleforge.release.dvc import verify_files
-from needleforge.review.human_verdicts import current_keys
+from needleforge.review.verdicts import question_key
 from needleforge.store import Store
 from needleforge.store.human import human_verdicts
 from tests.release.release_cases import init_git_dvc
@@ -180,7 +180,9 @@ def test_human_verdicts_survive_a_rebuild_of_the_stores(repo: Path, tmp_path: Pa
 
     before = shipped()
     with Store(repo / "data/db/nemo.duckdb", read_only=True) as store:  # stage 2's questions,
-        keys = current_keys(store)  # which an expand rerun keeps
+        montages = {m.montage_id: m for m in store.montages()}  # which an expand rerun keeps
+        keys = {question_key(q, montages[q.montage_id]): q.question_id
+                for q in store.questions()}
     judged = [(key, qid) for key, qid in sorted(keys.items()) if qid in before][:3]
     assert len(judged) == 3
     entries = [{"key": key, "question_id": qid, "valid": i > 0, "spans_right": True,
