@@ -42,7 +42,7 @@ from needleforge.params import Params, parse_params
 from needleforge.records import Montage, ObjectTrack, Verification
 from needleforge.records.phrases import PERSON_WORDS, is_person
 from needleforge.review import build_items, judge_report, load_verdicts, question_key
-from needleforge.scenes import closeup, onscreen
+from needleforge.scenes import closeup, onscreen, walking
 from needleforge.scenes.palette import SHOT_WORDS
 from needleforge.stages.nemo import generate_store
 from needleforge.stages.represent import represent_store
@@ -94,6 +94,7 @@ def yield_table(db: Path) -> None:
         distinct: dict[str, set[str]] = collections.defaultdict(set)
         kinds: dict[str, collections.Counter[str]] = collections.defaultdict(
             collections.Counter)
+        about_people: collections.Counter[bool] = collections.Counter()
         for q in store.questions():
             video = videos[_target_video(montages[q.montage_id])]
             made[video.source_path] += 1
@@ -102,6 +103,7 @@ def yield_table(db: Path) -> None:
             if ok:
                 distinct[video.source_path].add(q.description)
             target = objects.get(q.target_object_id or "")
+            about_people[ok] += about_a_person(q.description, target)
             for key in (f"kind {evidence_kind(q.description, target)}",
                         f"template {q.template_id}"):
                 kinds[key]["made"] += 1
@@ -120,22 +122,34 @@ def yield_table(db: Path) -> None:
     print("  by evidence kind and by template (made / released):")
     for key in sorted(kinds):
         print(f"    {key:<40} {kinds[key]['made']:5d} {kinds[key]['released']:8d}")
+    n_released = sum(released.values())
+    print(f"  about people (a person named or targeted, a face close-up, someone walking): "
+          f"{about_people[True]} of {n_released} released "
+          f"({about_people[True] / max(n_released, 1):.0%}; goal: at most half)")
 
 
 def evidence_kind(description: str, target: ObjectTrack | None) -> str:
-    """What a question's evidence is, for the yield by kind: ``people`` (a person is the
-    target or is named), ``shot`` (a whole-shot word a measure gave, the shot scale of a
-    close-up of a face among them), ``text`` (quoted
-    on-screen text, :func:`needleforge.scenes.onscreen.quotes`), else ``object``."""
+    """What a question's evidence is, for the yield by kind: ``shot`` (a whole-shot word a
+    measure gave, the shot scale of a close-up of a face among them), ``text`` (quoted
+    on-screen text, :func:`needleforge.scenes.onscreen.quotes`), ``people``
+    (:func:`about_a_person`: a person targeted or named, someone walking), else ``object``."""
     lowered = description.lower()
     if any(word in lowered for word in SHOT_WORDS | {closeup.CLOSE_UP}):
         return "shot"
     if onscreen.quotes(description):
         return "text"
-    if (target is not None and is_person(target.tag)) or any(
-            w.strip(".,") in PERSON_WORDS for w in lowered.split()):
+    if about_a_person(description, target):
         return "people"
     return "object"
+
+
+def about_a_person(description: str, target: ObjectTrack | None) -> bool:
+    """Whether a question is about people: a person is its target or is named, it asks for
+    a close-up of a face, or for someone walking."""
+    lowered = description.lower()
+    return ((target is not None and is_person(target.tag))
+            or closeup.CLOSE_UP in lowered or walking.WALK_TAG in lowered
+            or any(w.strip(".,") in PERSON_WORDS for w in lowered.split()))
 
 
 def _target_video(montage: Montage) -> str:

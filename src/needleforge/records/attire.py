@@ -16,8 +16,8 @@ one described:
 The rule is one module so that the three places that apply it agree: the negatives drawn
 from the tables (:mod:`needleforge.nemo.negatives`), the probe that looks again at each
 negative (:mod:`needleforge.nemo.checks.negative_scan`), and the looking verifier
-(:mod:`needleforge.backends.embedded.verifier`). Only people are qualified this way
-(:func:`qualified_labels`): their clothing colour is measured on the torso with the skin left
+(:mod:`needleforge.backends.embedded.verifier`). Only people are qualified this way:
+their clothing colour is measured on the torso with the skin left
 out; another object's dominant colour is a weaker signal (lighting, background), and its
 label stays excluded outright.
 """
@@ -25,7 +25,7 @@ label stays excluded outright.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 
 from needleforge.records.phrases import COLOUR_NAMES, is_person, normalize
 
@@ -86,11 +86,6 @@ def described_attire(text: str, labels: Iterable[str]) -> dict[str, str]:
         if mentions and len(named) == 1 and all(q is not None for q in qualified):
             found[label] = named.pop()
     return found
-
-
-def qualified_labels(attire: Mapping[str, str]) -> frozenset[str]:
-    """The labels a negative may show under the attire rule (normalized)."""
-    return frozenset(normalize(label) for label in attire)
 
 
 def sighting_label(label: str, colour: str) -> str:

@@ -193,16 +193,6 @@ class LabelStudio:
         return {int(u["id"]): str(u.get("email") or u.get("username") or u["id"])
                 for u in rows}
 
-    def add_annotation(self, task_id: int, result: Sequence[Mapping[str, Any]], *,
-                       completed_by: int | None = None) -> dict[str, Any]:
-        """Post an annotation as the labeling screen's Submit does (tests, scripted reviews)."""
-        body: dict[str, Any] = {"result": list(result)}
-        if completed_by is not None:
-            body["completed_by"] = completed_by
-        annotation: dict[str, Any] = self._send("POST", f"/api/tasks/{task_id}/annotations",
-                                                json=body)
-        return annotation
-
 
 def _detail(response: httpx.Response) -> str:
     try:

@@ -11,7 +11,6 @@ from needleforge.errors import StoreError
 from needleforge.params import Params, QualityParams
 from needleforge.quality import (
     GateResult,
-    QualityError,
     read_questions_jsonl,
     read_release,
     run_gate,
@@ -47,21 +46,6 @@ def run_checks(*, db: Path, out: Path, params: Params, questions: Path | None = 
     families = frozenset({"vnbench"} | ({"nemo"} if _ships_nemo_videos(release_dir) else set()))
     return release_gate(db=db, root=release_dir, out=out, params=params, families=families,
                          on_step=on_step)
-
-
-def validate_store(*, db: Path, out: Path, params: Params, questions: Path | None = None,
-                   release_dir: Path | None = None) -> GateResult:
-    """:func:`run_checks`, raising when the gate fails (for flows: a failed gate stops them).
-
-    Raises:
-        QualityError: the gate failed (the message lists every failing expectation) or could
-            not run. StoreError: ``db`` is not a usable store.
-    """
-    result = run_checks(db=db, out=out, params=params, questions=questions,
-                        release_dir=release_dir)
-    if not result.passed:
-        raise QualityError(f"quality gate failed for {db}:\n{result.to_text()}")
-    return result
 
 
 def _ships_nemo_videos(root: Path) -> bool:

@@ -71,8 +71,3 @@ def readable_imagenet_label(line: str) -> str:
         if other.startswith(first + " "):
             return other
     return first
-
-
-def coarse_groups_by_index() -> dict[int, str]:
-    """Inverse of :data:`IMAGENET_COARSE`: ImageNet index → COCO word."""
-    return {index: word for word, indices in IMAGENET_COARSE.items() for index in indices}
