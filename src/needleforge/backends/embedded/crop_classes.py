@@ -64,7 +64,10 @@ IMAGENET_CLASSES: Mapping[str, frozenset[str]] = MappingProxyType({k: frozenset(
     "cell phone": {"cellular telephone", "hand-held computer"},
     "microwave": {"microwave"}, "oven": {"stove"}, "toaster": {"toaster"},
     "sink": {"washbasin"}, "refrigerator": {"refrigerator"},
-    "book": {"book jacket", "comic book"},
+    # Books stand on shelves more often than they lie alone: the classifier calls a crop of
+    # a shelf of books "bookcase", "library" or "bookshop" (0.7-0.8 of the mass on the real
+    # footage's webcam shot, where "book jacket" got none and a valid "books" was refused).
+    "book": {"book jacket", "comic book", "bookcase", "library", "bookshop"},
     "clock": {"wall clock", "analog clock", "digital clock"}, "vase": {"vase"},
     "teddy bear": {"teddy"}, "hair drier": {"hand blower"},
 }.items()})

@@ -170,7 +170,7 @@ class LookingVerifier(EmbeddedVerifier):
     @property
     def version(self) -> str:
         """Bumped whenever a rule or threshold here or in :mod:`.confirm` changes."""
-        return "8"
+        return "9"
 
     def verify(self, request: VerifyRequest) -> Verdict:
         """Pass only when the tables pass, every claim is confirmed by a second signal on
