@@ -95,7 +95,7 @@ def yield_table(db: Path) -> None:
         distinct: dict[str, set[str]] = collections.defaultdict(set)
         kinds: dict[str, collections.Counter[str]] = collections.defaultdict(
             collections.Counter)
-        about_people: collections.Counter[bool] = collections.Counter()
+        people_released = 0
         for q in store.questions():
             video = videos[_target_video(montages[q.montage_id])]
             made[video.source_path] += 1
@@ -104,7 +104,7 @@ def yield_table(db: Path) -> None:
             if ok:
                 distinct[video.source_path].add(q.description)
             target = objects.get(q.target_object_id or "")
-            about_people[ok] += about_a_person(q.description, target)
+            people_released += ok and about_a_person(q.description, target)
             for key in (f"kind {evidence_kind(q.description, target)}",
                         f"template {q.template_id}"):
                 kinds[key]["made"] += 1
@@ -125,8 +125,8 @@ def yield_table(db: Path) -> None:
         print(f"    {key:<40} {kinds[key]['made']:5d} {kinds[key]['released']:8d}")
     n_released = sum(released.values())
     print(f"  about people (a person named or targeted, a face close-up, someone walking): "
-          f"{about_people[True]} of {n_released} released "
-          f"({about_people[True] / max(n_released, 1):.0%}; goal: at most half)")
+          f"{people_released} of {n_released} released "
+          f"({people_released / max(n_released, 1):.0%}; goal: at most half)")
 
 
 def evidence_kind(description: str, target: ObjectTrack | None) -> str:

@@ -16,10 +16,9 @@ one described:
 The rule is one module so that the three places that apply it agree: the negatives drawn
 from the tables (:mod:`needleforge.nemo.negatives`), the probe that looks again at each
 negative (:mod:`needleforge.nemo.checks.negative_scan`), and the looking verifier
-(:mod:`needleforge.backends.embedded.verifier`). Only people are qualified this way:
-their clothing colour is measured on the torso with the skin left
-out; another object's dominant colour is a weaker signal (lighting, background), and its
-label stays excluded outright.
+(:mod:`needleforge.backends.embedded.verifier`). Only people are qualified this way: their
+clothing colour is measured on the torso with the skin left out; another object's dominant
+colour is a weaker signal (lighting, background), and its label stays excluded outright.
 """
 
 from __future__ import annotations
