@@ -118,7 +118,11 @@ class _Area:
 
 def test_size_ranks_group_similar_areas() -> None:
     tracks = [_Area(a) for a in (0.1, 0.3, 0.29, 0.05)]
-    assert size_ranks(tracks) == [3, 1, 1, 4]
+    assert size_ranks(tracks) == [3, 1, 1, 3]
+    # Two people side by side, one box a tenth taller and wider: no size word between them.
+    assert size_ranks([_Area(0.121), _Area(0.1)]) == [1, 1]
+    assert size_ranks([_Area(0.21), _Area(0.1)]) == [1, 2]
+    assert size_ranks(tracks, min_ratio=1.2) == [3, 1, 1, 4]
     assert size_ranks(tracks, min_ratio=1.0) == [3, 1, 2, 4]
     assert size_ranks([_Area(0.2), _Area(0.2)], min_ratio=1.0) == [1, 1]
     assert size_ranks([]) == []
