@@ -16,6 +16,7 @@ from needleforge.params import (
     parse_params,
     resolve_params,
 )
+from needleforge.params.nemo import NESTED_ONLY
 
 #: The 17 flat ``nemo.check_*`` defaults before they were nested: the nesting changes no value.
 FLAT_DEFAULTS = {
@@ -30,6 +31,7 @@ FLAT_DEFAULTS = {
 
 def test_the_nested_defaults_are_the_flat_ones() -> None:
     nested = NemoParams().check.model_dump()
+    assert {key: nested.pop(key) for key in NESTED_ONLY} == {"family_look": True}
     assert {f"check_{key}": value for key, value in nested.items()} == FLAT_DEFAULTS
     assert set(MOVED_KEYS["nemo"]) == set(FLAT_DEFAULTS)
 

@@ -41,6 +41,9 @@ class NegativeCheckParams(_Section):
     ``pose`` counts a whole frame showing a body pose (MoveNet) as a person sighting.
     ``attire``: a person the question describes by clothing colour excludes only people
     who could be dressed so (:mod:`needleforge.records.attire`), not every person.
+    ``family_look``: a faint bird or dog sighting (under the verifier's 0.5) that the ImageNet
+    classifier, shown its box, calls something else is no sighting
+    (:class:`~needleforge.nemo.checks.build.FamilyLook`: larval fish seen as birds).
     ``setup``: a negative showing a scene target's own camera set-up (a returning shot)
     is passed over (:mod:`needleforge.nemo.checks.same_setup`; needs keyframes; object
     targets have the probe's label and instance checks).
@@ -60,14 +63,18 @@ class NegativeCheckParams(_Section):
     instances: bool = True
     pose: bool = True
     attire: bool = True
+    family_look: bool = True
     setup: bool = True
     instance_min_score: Annotated[float, Field(gt=0, le=1)] = 0.8
     instance_search: Literal["coarse-to-fine", "exhaustive"] = "coarse-to-fine"
 
 
+#: Checks added after the nesting: they never had a flat key.
+NESTED_ONLY = frozenset({"family_look"})
 #: Old key of ``nemo`` -> its place now (``check_every_s`` -> ``check.every_s``).
 MOVED_KEYS: Mapping[str, str] = {f"check_{key}": f"check.{key}"
-                                 for key in NegativeCheckParams.model_fields}
+                                 for key in NegativeCheckParams.model_fields
+                                 if key not in NESTED_ONLY}
 
 
 class NemoParams(_Section):

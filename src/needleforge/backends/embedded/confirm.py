@@ -199,19 +199,26 @@ def confirm_crop(label: str, frames: Sequence[tuple[Keyframe, Box]], *,
         return Confirmation("cannot-tell", "crop-classify", label, (), (),
                             f"{label!r} has no ImageNet class to compare with")
     floor = SPAN_MIN_MASS if label in IMAGENET_SPANS else CROP_MIN_MASS
-    looked: list[tuple[float, float | None]] = []
-    for frame, box in frames:
-        masses = []
-        for grow in CROP_GROWS:
-            pixels = crop(frame.image, box, grow=grow)
-            if pixels is not None:
-                probs = probabilities(pixels)
-                top = np.argsort(probs)[::-1][:CROP_TOP_K]
-                masses.append(float(probs[np.intersect1d(top, indices[label])].sum()))
-        looked.append((frame.t_s, max(masses) if masses else None))
+    looked = [(frame.t_s, crop_mass(frame.image, box, indices[label],
+                                    probabilities=probabilities)) for frame, box in frames]
     return _tally("crop-classify", label, f"holds >= {floor} of the top-{CROP_TOP_K} "
                   f"ImageNet mass", looked, [None if m is None else m >= floor
                                              for _, m in looked])
+
+
+def crop_mass(image: RGBImage, box: Box, classes: npt.NDArray[np.intp], *,
+              probabilities: Callable[[RGBImage], FloatArray]) -> float | None:
+    """The share of ``classes`` among the top :data:`CROP_TOP_K` ImageNet probabilities of
+    ``box`` cut out of ``image``, the larger over the :data:`CROP_GROWS` cuts; None when
+    every cut is too small to judge."""
+    masses = []
+    for grow in CROP_GROWS:
+        pixels = crop(image, box, grow=grow)
+        if pixels is not None:
+            probs = probabilities(pixels)
+            top = np.argsort(probs)[::-1][:CROP_TOP_K]
+            masses.append(float(probs[np.intersect1d(top, classes)].sum()))
+    return max(masses) if masses else None
 
 
 def _usable(found: Detection, label: str, min_score: float) -> bool:

@@ -71,7 +71,7 @@ from needleforge.nemo.checks.negative_probe import ProbeCost, Refusal
 from needleforge.nemo.checks.tiles import Tile, detect_tiled, tile_grid
 from needleforge.nemo.targets import Target
 from needleforge.nemo.video_keyframes import VideoKeyframes
-from needleforge.records import Box, ObjectTrack, Scene, SceneScan, Sighting
+from needleforge.records import Box, Detection, ObjectTrack, Scene, SceneScan, Sighting
 from needleforge.records.attire import UNKNOWN, could_be, sighting_label, split_sighting_label
 from needleforge.records.phrases import holds, is_person, normalize
 
@@ -87,6 +87,8 @@ FrameSource = Callable[[Scene], Sequence[Keyframe]]
 AttireColour = Callable[[RGBImage, Box], str]
 #: Part of :attr:`TiledProbe.key` when people's clothing colours are recorded.
 ATTIRE_SPEC = "attire"
+#: Whether a detection on a frame is kept as a sighting (:class:`TiledProbe`'s ``second_look``).
+SecondLook = Callable[[RGBImage, Detection], bool]
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -131,6 +133,10 @@ class TiledProbe:
             a person it cannot measure, and for a body pose in a scene where the detector
             boxed nobody), so :meth:`evidence` can let a negative with people in other
             clothes serve "the person in black" (:mod:`needleforge.records.attire`).
+        second_look: asked about each detection at ``min_score`` or more; one it answers
+            False of is no sighting (:class:`~needleforge.nemo.checks.build.FamilyLook`: a
+            faint "bird" that the ImageNet classifier calls a fish). ``second_look_spec``
+            names it in :attr:`key`.
 
     Raises:
         ValueError: a bad grid or ``min_score`` outside [0, 1].
@@ -144,7 +150,8 @@ class TiledProbe:
                  pose_min_keypoints: int = POSE_MIN_KEYPOINTS,
                  pose_only: Callable[[Scene], Collection[float]] | None = None,
                  worker: Callable[[], TiledProbe] | None = None, gate: bool = False,
-                 attire: AttireColour | None = None) -> None:
+                 attire: AttireColour | None = None, second_look: SecondLook | None = None,
+                 second_look_spec: str = "second-look") -> None:
         tile_grid(64, 64, cols=cols, rows=rows, overlap=overlap)  # validates the grid
         if not 0.0 <= min_score <= 1.0:
             raise ValueError(f"min_score = {min_score!r} must be in [0, 1]")
@@ -159,8 +166,10 @@ class TiledProbe:
                     + (f" pose>={pose_min_keypoints}" if pose is not None else "")
                     + (" extras pose-only" if pose_only is not None else "")
                     + (f" {GATE_SPEC}" if gate else "")
-                    + (f" {ATTIRE_SPEC}" if attire is not None else ""))
+                    + (f" {ATTIRE_SPEC}" if attire is not None else "")
+                    + (f" {second_look_spec}" if second_look is not None else ""))
         self._gated = gate
+        self._second_look = second_look
         self._attire = attire
         self._pose, self._pose_min, self._pose_only = pose, pose_min_keypoints, pose_only
         self._scans: dict[str, SceneScan] = {}
@@ -391,6 +400,9 @@ class TiledProbe:
             for det in detect_tiled(self._detector, frame.image[y0:y1, x0:x1], t_s=frame.t_s,
                                     cols=self.cols, rows=self.rows, overlap=self.overlap):
                 det = dataclasses.replace(det, box=crop.to_frame(det.box))
+                if det.score >= self.min_score and self._second_look is not None \
+                        and not self._second_look(frame.image, det):
+                    continue
                 name = normalize(det.label)
                 if det.score >= self.min_score and (name not in best
                                                     or det.score > best[name].score):
