@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,7 @@ from needleforge.ingest.source_manifest import ManifestRow, read_manifest
 from needleforge.media.probe import probe
 from needleforge.studio import intercut, real_assets
 from needleforge.studio.assets import PackageFile, locate
+from needleforge.studio.encode import encoder_command
 from needleforge.studio.intercut import (
     EDGE_S,
     FPS,
@@ -126,6 +128,33 @@ def test_rebuild_rewrites_nothing(small: Path) -> None:
     after = {p: (p.stat().st_mtime_ns, p.read_bytes()) for p in small.rglob("*") if p.is_file()}
     assert manifest == small / "manifest.yaml"
     assert after == before
+
+
+def _encode(frames: bytes, *, portable: bool, simd: bool, out: Path) -> bytes:
+    """``frames`` (rgb24) encoded with the studio's command; ``simd=False`` forbids SIMD to
+    ffmpeg's own code (``-cpuflags 0``) and to x264 (``asm=0``), as an old CPU would."""
+    command = encoder_command(width=WIDTH, height=HEIGHT, fps=FPS, out=out, portable=portable)
+    if not simd:
+        at = command.index("-x264-params") + 1
+        command[at] += ":asm=0"
+        command[1:1] = ["-cpuflags", "0"]
+    subprocess.run(command, input=frames, check=True, capture_output=True)
+    return out.read_bytes()
+
+
+def test_programs_encode_to_the_same_bytes_with_or_without_simd(small: Path,
+                                                               tmp_path: Path) -> None:
+    """The corpus's video hashes (and every verdict key built on them) must not depend on
+    the CPU: its portable settings give the same bytes with SIMD off; the studio's default
+    settings do not (x264's intra search and swscale's conversion differ)."""
+    with av.open(str(small / "programs/small.mp4")) as container:
+        frames = b"".join(f.to_ndarray(format="rgb24").tobytes()
+                          for f, _ in zip(container.decode(video=0), range(75), strict=False))
+    runs = {(portable, simd): _encode(frames, portable=portable, simd=simd,
+                                      out=tmp_path / f"{portable}-{simd}.mp4")
+            for portable in (True, False) for simd in (True, False)}
+    assert runs[True, True] == runs[True, False]
+    assert runs[False, True] != runs[False, False]
 
 
 def test_manifest_is_ingestable(small: Path) -> None:

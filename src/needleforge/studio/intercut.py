@@ -14,11 +14,14 @@ Output of :func:`build_real_corpus` (layout relative to ``out_dir``)::
     manifest.yaml             ingest manifest of the clips and the programs
 
 Frames are decoded with PyAV and piped to ffmpeg (found by
-:func:`needleforge.media.ffmpeg.ffmpeg_binary`) with the studio's bit-exact x264 settings, so
-a seed always gives the same bytes. Output frame ``k`` of a shot shows the last source frame
-at or before ``source_start_s + k / 25``; shot lengths are whole output frames, so every
-program time in the truth is exact. A rebuild skips a program whose truth file is unchanged
-and whose video exists, and rewrites no file whose bytes would not change.
+:func:`needleforge.media.ffmpeg.ffmpeg_binary`) with the studio's portable x264 settings
+(:func:`needleforge.studio.encode.encoder_command`), so a seed gives the same bytes on any
+x86 instruction set: the human verdicts on its questions, keyed by the videos' hashes, hold
+on every machine. (PyAV's decoding and its default scaling give the same pixels with
+FFmpeg's SIMD forced off, measured on every clip.) Output frame ``k`` of a shot shows the
+last source frame at or before ``source_start_s + k / 25``; shot lengths are whole output
+frames, so every program time in the truth is exact. A rebuild skips a program whose truth
+file is unchanged and whose video exists, and rewrites no file whose bytes would not change.
 """
 
 from __future__ import annotations
@@ -39,7 +42,7 @@ from needleforge.errors import NeedleforgeError, StudioError
 from needleforge.ingest.source_manifest import ManifestRow, manifest_text
 from needleforge.records import Authorization
 from needleforge.studio.clips import clip_duration_s
-from needleforge.studio.encode import X264_CRF, X264_PRESET, encode_frames
+from needleforge.studio.encode import PORTABLE_SWS_FLAGS, PORTABLE_X264, X264_CRF, encode_frames
 from needleforge.studio.real_assets import (
     RealSource,
     copy_sources,
@@ -194,7 +197,8 @@ def truth_text(spec: ProgramSpec, shots: Sequence[Shot], *, seed: int,
         "program": spec.name, "title": spec.title, "seed": seed,
         "video": f"programs/{spec.name}.mp4", "width": WIDTH, "height": HEIGHT, "fps": FPS,
         "codec": "h264", "pix_fmt": "yuv420p",
-        "encoder": {"preset": X264_PRESET, "crf": X264_CRF},
+        "encoder": {"preset": "ultrafast", "crf": X264_CRF, "x264_params": PORTABLE_X264,
+                    "sws_flags": PORTABLE_SWS_FLAGS},
         "n_frames": n_frames, "duration_s": round(n_frames / FPS, 3),
         "sources": {
             name: {"asset_id": sources[name].clip.source.asset_id, "sha256": digests[name],
@@ -222,7 +226,8 @@ def render_program(shots: Sequence[Shot], *, paths: Mapping[str, Path], out: Pat
     Raises :class:`StudioError` naming ``out`` when ffmpeg fails, or naming a clip that does
     not decode; no partial file is left behind.
     """
-    encode_frames(_frames(shots, paths), width=WIDTH, height=HEIGHT, fps=FPS, out=out)
+    encode_frames(_frames(shots, paths), width=WIDTH, height=HEIGHT, fps=FPS, out=out,
+                  portable=True)
 
 
 def _frames(shots: Sequence[Shot], paths: Mapping[str, Path]) -> Iterator[memoryview]:
