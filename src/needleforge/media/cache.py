@@ -7,8 +7,9 @@ B-frames** (decode order = display order) and an access-unit delimiter before ev
 The index records the profile and the byte offset and keyframe flag of every frame, so a
 montage takes any whole-second-aligned run of frames by byte slicing: no probing, no decoding
 (:mod:`needleforge.media.join`). x264 runs single-threaded with ``stitchable`` headers and
-bitexact flags, so the same inputs give the same bytes on any machine, and clips of different
-content share identical SPS/PPS.
+bitexact flags, so the same inputs give the same bytes on one machine (not across x86
+instruction sets at the profile's presets: see :mod:`needleforge.studio.encode`), and clips of
+different content share identical SPS/PPS.
 
 **Frame selection.** A clip of ``[start_s, end_s)`` has
 ``N = frame_at(end_s - start_s)`` (:func:`~needleforge.records.span.frame_at`: half up) frames
