@@ -5,13 +5,19 @@ campus lawn against a man talking in a car, a talk and a face close-up."""
 
 from __future__ import annotations
 
+import dataclasses
+
+import pytest
+
 from needleforge.backends.base import Keyframe
 from needleforge.backends.embedded.verifier import LookingVerifier
 from needleforge.backends.embedded.writer import EmbeddedDescriber
 from needleforge.backends.writing import SceneView, TargetView, VerifyRequest, WrittenNeedle
+from needleforge.errors import StudioError
 from needleforge.records import Box, ObjectAttributes, ObjectTrack, Scene, SceneTag, TimedBox
 from needleforge.records.base import object_id_for
 from needleforge.scenes.walking import MEASURE_NAME, MEASURE_VERSION, WALK_TAG
+from needleforge.studio.real_assets import sample_frames
 from tests.backends.look_cases import back_to_back, real_frames
 
 VIDEO = "v" + "ef" * 8
@@ -70,3 +76,44 @@ def test_the_looking_verifier_sees_the_walk_again_and_refuses_unreadable_negativ
     assert not close_up.passed and "negative-walking" in close_up.reason
     sitting = verifier.verify(_request(car, [talk]))  # the tables' word, not the frames'
     assert not sitting.passed and "measure-walking" in sitting.reason
+
+
+def _spread(name: str) -> tuple[list, list]:
+    """Frames of a real 10 fps clip 3 s apart (four over a 12 s shot, as the verifier is
+    shown it) and each one's companion half a second later."""
+    try:
+        half_seconds = sample_frames(name, every=5, most=20)
+    except StudioError as err:
+        pytest.skip(f"real clip {name!r} not installed: {err}")
+    return ([half_seconds[i] for i in (0, 6, 12, 18)],
+            [half_seconds[i] for i in (1, 7, 13, 19)])
+
+
+def test_the_verifier_matches_a_crowd_of_walkers_on_companion_frames() -> None:
+    """The campus walkers' target as the pipeline hands it over: frames 3 s apart and each
+    one's companion. The walk is measured on the companion pairs (on the frames alone it was
+    missed); a target whose companions show people sitting is still refused."""
+    frames, companions = _spread("pedestrians")
+    scenes = back_to_back(VIDEO, 2, length_s=14.0)
+    keys = tuple(Keyframe(0.6 + 3 * k, image) for k, image in enumerate(frames))
+    later = tuple(Keyframe(1.1 + 3 * k, image) for k, image in enumerate(companions))
+    talk = tuple(Keyframe(scenes[1].start_s + 0.6 + k, image)
+                 for k, image in enumerate(real_frames("talk", most=4)))
+    view = TargetView(scenes[0], (_walk(scenes[0].scene_id),), (), None, keys,
+                      companion_frames=later)
+    request = VerifyRequest("scene", DESCRIPTION, "When is there a scene with someone walking?",
+                            view, (SceneView(scenes[1], (), (), talk),))
+    verdict = LookingVerifier().verify(request)
+    assert verdict.passed, verdict.reason
+    assert "each frame and its companion" in verdict.reason
+    # the same frames alone: walkers 3 s on are matched with others, "still" at 0.07-0.19
+    alone = LookingVerifier().verify(dataclasses.replace(
+        request, target=dataclasses.replace(view, companion_frames=())))
+    assert not alone.passed and "consecutive frames" in alone.reason
+    car = real_frames("carphone", most=4)
+    sitting = dataclasses.replace(
+        request, target=dataclasses.replace(
+            view, keyframes=tuple(Keyframe(0.6 + 3 * k, im) for k, im in enumerate(car[:2])),
+            companion_frames=tuple(Keyframe(1.1 + 3 * k, im) for k, im in enumerate(car[2:]))))
+    refused = LookingVerifier().verify(sitting)
+    assert not refused.passed and "measure-walking" in refused.reason

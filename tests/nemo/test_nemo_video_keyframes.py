@@ -18,11 +18,14 @@ import numpy as np
 import pytest
 from nemo_cases import make_scene, make_video
 
+from needleforge.backends.embedded.writer import EmbeddedDescriber, EmbeddedVerifier
 from needleforge.errors import MediaError, NemoError
 from needleforge.media.ffmpeg import ffmpeg_binary
 from needleforge.nemo import VideoKeyframes, scene_times
+from needleforge.nemo.generate import _Backends
 from needleforge.nemo.video_keyframes import VERIFY_PER_SCENE
 from needleforge.records import Video
+from needleforge.scenes.walking import MOTION_GAP_S
 
 
 @pytest.fixture(scope="module")
@@ -195,3 +198,25 @@ def test_frame_at_gives_the_exact_frame_shown_at_a_time(
         last = source.frame_at(SCENES[2], 9.0)  # past the end of the file and the scene
         assert last is not None and last.t_s == pytest.approx(7.9)
         assert source.decoded_scenes == 0  # exact frames are not the scene cache's
+
+
+def test_companion_frames_are_the_frames_half_a_second_after_each_keyframe(
+    clip: Path, sequential: dict[float, np.ndarray]
+) -> None:
+    """What a "someone walking" target carries besides its keyframes: the frame shown
+    MOTION_GAP_S after each one, exact; a source that cannot seek to a time gives none."""
+    video = video_at(clip)
+    with VideoKeyframes({video.video_id: video}, max_side=160) as source:
+        backends = _Backends(describer=EmbeddedDescriber(), verifier=EmbeddedVerifier(),
+                             keyframes=source)
+        keyframes = source(SCENES[1])  # 3.5, 4.4, 5.2, 6.1 s in a scene ending at 6.5 s
+        companions = backends.companions(SCENES[1], keyframes)
+        assert len(companions) == len(keyframes) - 1  # 6.6 s is past the scene: none
+        for key, companion in zip(keyframes, companions, strict=False):
+            assert companion.t_s == pytest.approx(key.t_s + MOTION_GAP_S, abs=0.1)
+            assert np.array_equal(companion.image, sequential[companion.t_s])
+        tail = backends.companions(SCENES[2], source(SCENES[2]))  # 1.5 s in four parts
+        assert tail and all(SCENES[2].start_s <= f.t_s < SCENES[2].end_s for f in tail)
+    plain = _Backends(describer=EmbeddedDescriber(), verifier=EmbeddedVerifier(),
+                      keyframes=lambda scene: keyframes)
+    assert plain.companions(SCENES[1], keyframes) == ()

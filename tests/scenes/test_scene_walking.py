@@ -14,23 +14,27 @@ import pytest
 from needleforge.backends.base import Keyframe
 from needleforge.backends.embedded.eyes import Eyes
 from needleforge.errors import StudioError
+from needleforge.media.decode import VideoReader
 from needleforge.records import Box, Detection, ObjectAttributes, ObjectTrack, TimedBox
 from needleforge.records.base import object_id_for, scene_id_for
 from needleforge.scenes.walking import (
+    MAX_SPEED,
     MIN_SPEED,
     NEGATIVE_SPEED,
     WALK_TAG,
     PairLook,
     camera_shift,
     camera_still,
+    companion_pairs,
     gait,
+    looks_on_pairs,
     may_walk,
     nobody_walks,
     pair_looks,
     walking_tags,
     walks,
 )
-from needleforge.studio.real_assets import sample_frames
+from needleforge.studio.real_assets import locate, sample_frames, select_sources
 
 SCENE = scene_id_for("v" + "ab" * 8, 0)
 
@@ -75,6 +79,69 @@ def test_a_face_close_up_moves_the_picture_and_cannot_be_read(eyes: Eyes) -> Non
     looks = _looks(eyes, "face", min_speed=NEGATIVE_SPEED)
     assert any(look.kind == "unreadable" for look in looks) and not nobody_walks(looks)
     assert not walks(_looks(eyes, "face", min_speed=MIN_SPEED))
+
+
+def _spread_with_companions(name: str, *, step_s: float
+                            ) -> tuple[list[tuple[float, npt.NDArray[np.uint8]]],
+                                       list[tuple[float, npt.NDArray[np.uint8]]]]:
+    """Frames of real clip ``name`` ``step_s`` apart (as a verifier is shown a shot: four
+    over a 12 s shot are 3 s apart), and each one's companion half a second later."""
+    try:
+        path = locate(select_sources([name])[0].clip.source)
+        with VideoReader(path) as reader:
+            fps, duration = reader.facts.fps, reader.facts.duration_s
+        every = round(fps / 2)
+        half_seconds = sample_frames(name, every=every, most=int(duration * 2))
+    except StudioError as err:
+        pytest.skip(f"real clip {name!r} not installed: {err}")
+    step = round(step_s * 2)
+    firsts = range(0, len(half_seconds) - 1, step)
+    return ([(i * every / fps, half_seconds[i]) for i in firsts],
+            [((i + 1) * every / fps, half_seconds[i + 1]) for i in firsts])
+
+
+def test_companion_frames_follow_a_crowd_of_walkers(eyes: Eyes) -> None:
+    """Frames seconds apart let a walker cross the places of others; each frame with its
+    companion half a second on matches every walker with themself."""
+    frames, companions = _spread_with_companions("pedestrians", step_s=3.0)
+    pairs = companion_pairs(frames, companions)
+    assert [(a[0], b[0]) for a, b in pairs][:4] == [(0.0, 0.5), (3.0, 3.5), (6.0, 6.5),
+                                                     (9.0, 9.5)]
+    detect = eyes.detections("pedestrians-companions")
+    looks = looks_on_pairs(pairs, detect=lambda t, image: detect(Keyframe(t, image)),
+                           min_speed=MIN_SPEED, max_speed=MAX_SPEED)
+    assert walks(looks), [look.describe() for look in looks]
+    assert all(look.speed <= MAX_SPEED for look in looks)
+
+
+@pytest.mark.parametrize("name", ["carphone", "talk"])
+def test_companion_frames_of_people_sitting_show_no_walk(eyes: Eyes, name: str) -> None:
+    frames, companions = _spread_with_companions(name, step_s=1.0)
+    detect = eyes.detections(f"{name}-companions")
+    looks = looks_on_pairs(companion_pairs(frames, companions),
+                           detect=lambda t, image: detect(Keyframe(t, image)),
+                           min_speed=MIN_SPEED, max_speed=MAX_SPEED)
+    assert looks and not walks(looks), [look.describe() for look in looks]
+
+
+def test_a_match_too_fast_for_a_walker_is_two_people() -> None:
+    """One person at the left, then one at the right half a second later: a flicker of the
+    detector, not a walk of 9 box heights a second (a negative still counts it as moving)."""
+    _, images = _still(2)
+    frames = {0.0: 0.1, 0.5: 0.6}
+
+    def detect(t: float, image: npt.NDArray[np.uint8]) -> list[Detection]:
+        return [Detection(t, "person", 0.9, Box(frames[t], 0.4, 0.05, 0.2))]
+
+    pairs = [((0.0, images[0]), (0.5, images[1]))]
+    target = looks_on_pairs(pairs, detect=detect, min_speed=MIN_SPEED, max_speed=MAX_SPEED)
+    assert [look.kind for look in target] == ["unmatched"] and not walks(target)
+    negative = looks_on_pairs(pairs, detect=detect, min_speed=MIN_SPEED)
+    assert [look.kind for look in negative] == ["moving"] and not nobody_walks(negative)
+    with pytest.raises(ValueError, match="forward in time"):
+        looks_on_pairs([(pairs[0][1], pairs[0][0])], detect=detect,
+                       min_speed=MIN_SPEED)
+    assert companion_pairs([(0.0, images[0])], [(2.0, images[1])]) == []  # too far on
 
 
 def _track(index: int, tag: str, centres: Sequence[tuple[float, float]], *,

@@ -63,6 +63,9 @@ class TargetView:
     """The target scene as a describer sees it; ``target_object`` is None for scene needles.
 
     ``keyframes`` may be empty (the embedded backends read only the tables).
+    ``companion_frames``: for a description that names motion, frames a moment after the
+    keyframes (:data:`~needleforge.scenes.walking.MOTION_GAP_S`), so a check can match each
+    person with themself across a pair; empty otherwise.
     ``common_terms`` are terms (normalized tags and labels) that most scenes of the video
     hold: naming them tells the target apart from nothing, and since a negative may hold
     nothing the question names, a description naming them finds no negatives.
@@ -74,6 +77,7 @@ class TargetView:
     target_object: ObjectTrack | None
     keyframes: tuple[Keyframe, ...] = dataclasses.field(default=(), compare=False)
     common_terms: frozenset[str] = dataclasses.field(default=frozenset(), compare=False)
+    companion_frames: tuple[Keyframe, ...] = dataclasses.field(default=(), compare=False)
 
     def __post_init__(self) -> None:
         _belongs(self.scene, self.tags, self.objects)

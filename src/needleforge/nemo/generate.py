@@ -84,6 +84,7 @@ from needleforge.records import (
 from needleforge.records.attire import described_attire
 from needleforge.records.phrases import normalize
 from needleforge.runtime.progress import OnCount, Steps
+from needleforge.scenes.walking import MOTION_GAP_S, WALK_TAG
 
 if TYPE_CHECKING:
     from needleforge.backends.embedded.eyes import Submit
@@ -192,6 +193,15 @@ class _Planner:
 
 
 @runtime_checkable
+class FrameAt(Protocol):
+    """A keyframe source that also decodes the frame shown at a given time."""
+
+    def frame_at(self, scene: Scene, t_s: float) -> Keyframe | None:
+        """The frame of ``scene`` shown at ``t_s``, or None when none decodes there."""
+        ...
+
+
+@runtime_checkable
 class LooksAhead(Protocol):
     """A verifier that can have the looking for a request done ahead on worker threads
     (:class:`~needleforge.backends.embedded.verifier.LookingVerifier`)."""
@@ -216,6 +226,16 @@ class _Backends:
     def frames(self, scene: Scene) -> tuple[Keyframe, ...]:
         """The scene's keyframes, or none when no source was given."""
         return tuple(self.keyframes(scene)) if self.keyframes is not None else ()
+
+    def companions(self, scene: Scene, keyframes: Sequence[Keyframe]) -> tuple[Keyframe, ...]:
+        """A frame :data:`~needleforge.scenes.walking.MOTION_GAP_S` after each of
+        ``keyframes`` where the source decodes frames at given times
+        (:class:`~needleforge.nemo.video_keyframes.VideoKeyframes`); none otherwise."""
+        source: object = self.keyframes  # a callable that may also seek to a time
+        if not isinstance(source, FrameAt):
+            return ()
+        found = (source.frame_at(scene, k.t_s + MOTION_GAP_S) for k in keyframes)
+        return tuple(f for f in found if f is not None)
 
 
 def generate(
@@ -351,6 +371,9 @@ def _plan_one(
     if written.needle_type != target.needle_type:
         raise NemoError(f"describer {backends.describer.name} wrote a {written.needle_type} "
                         f"needle for {target.needle_type} target {target.target_id}")
+    if WALK_TAG in written.description.lower():  # matched across frames close together
+        view = dataclasses.replace(view, companion_frames=backends.companions(
+            view.scene, view.keyframes))
     text = f"{written.description}\n{written.question}"
     excluded = excluded_terms(target, tables, text=text)
     attire = described_attire(text, excluded) if params.check.attire else {}

@@ -28,18 +28,34 @@ def _looks(frames: Sequence[Keyframe], detections: Detections, *,
                               detect=detect, min_speed=min_speed)
 
 
-def confirm_walking(frames: Sequence[Keyframe], detections: Detections) -> c.Confirmation:
-    """``measure-walking``: the SSD's person boxes on consecutive frames, matched, move at
+def confirm_walking(frames: Sequence[Keyframe], detections: Detections, *,
+                    companions: Sequence[Keyframe] = ()) -> c.Confirmation:
+    """``measure-walking``: the SSD's person boxes, matched, move at
     :data:`~needleforge.scenes.walking.MIN_SPEED` box heights a second or more on at least
-    half the pairs that show people (:func:`~needleforge.scenes.walking.walks`)."""
-    looks = _looks(frames, detections, min_speed=walking.MIN_SPEED)
+    half the pairs that show people (:func:`~needleforge.scenes.walking.walks`).
+
+    The pairs are each frame with its companion half a second later when ``companions``
+    holds them (:func:`~needleforge.scenes.walking.companion_pairs`; matches faster than
+    :data:`~needleforge.scenes.walking.MAX_SPEED` dropped), else consecutive frames."""
+    def detect(t_s: float, image: npt.NDArray[np.uint8]) -> Sequence[Detection]:
+        return detections(Keyframe(t_s, image))
+
+    pairs = walking.companion_pairs([(k.t_s, k.image) for k in frames],
+                                    [(k.t_s, k.image) for k in companions])
+    if pairs:
+        looks = walking.looks_on_pairs(pairs, detect=detect, min_speed=walking.MIN_SPEED,
+                                       max_speed=walking.MAX_SPEED)
+        how = "each frame and its companion"
+    else:
+        looks = _looks(frames, detections, min_speed=walking.MIN_SPEED)
+        how = "consecutive frames"
     held = walking.walks(looks)
     shown = "; ".join(look.describe() for look in looks) or "no pair of frames to compare"
     return c.Confirmation("confirmed" if held else "refused", "measure-walking",
                           walking.WALK_TAG, tuple(look.t_s for look in looks),
                           tuple(look.speed for look in looks),
-                          f"pairs of frames: {shown} (walking at >= {walking.MIN_SPEED} box "
-                          f"heights/s on half the pairs with people)")
+                          f"pairs of frames ({how}): {shown} (walking at >= "
+                          f"{walking.MIN_SPEED} box heights/s on half the pairs with people)")
 
 
 def negative_walking(negative: SceneView, detections: Detections) -> str | None:

@@ -170,7 +170,7 @@ class LookingVerifier(EmbeddedVerifier):
     @property
     def version(self) -> str:
         """Bumped whenever a rule or threshold here or in :mod:`.confirm` changes."""
-        return "9"
+        return "10"
 
     def verify(self, request: VerifyRequest) -> Verdict:
         """Pass only when the tables pass, every claim is confirmed by a second signal on
@@ -283,7 +283,8 @@ class LookingVerifier(EmbeddedVerifier):
         by the tagger."""
         eyes, sid, tried = self._eyes, target.scene.scene_id, []
         if term == WALK_TAG:
-            found = confirm_walking(frames, eyes.detections(sid))
+            found = confirm_walking(frames, eyes.detections(sid),
+                                    companions=target.companion_frames)
             return (found if found.confirmed else None), [found]
         if term in shot_checks.WORDS:
             found = shot_checks.shot(term, frames, points=eyes.pose_points)
