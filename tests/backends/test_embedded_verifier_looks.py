@@ -198,7 +198,7 @@ def test_it_is_the_registry_s_embedded_verifier() -> None:
     looking = registry.create("verifier", "embedded", negative_min_score=0.6)
     tables = registry.create("verifier", "embedded_tables")
     assert isinstance(looking, LookingVerifier) and isinstance(looking, Verifier)
-    assert (looking.name, looking.version) == ("embedded-looking", "10")
+    assert (looking.name, looking.version) == ("embedded-looking", "11")
     assert type(tables) is EmbeddedVerifier and tables.name == "embedded-evidence"
     with pytest.raises(BackendError, match="negative_min_score = 0"):
         LookingVerifier(negative_min_score=0)

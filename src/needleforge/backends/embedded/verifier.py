@@ -170,7 +170,7 @@ class LookingVerifier(EmbeddedVerifier):
     @property
     def version(self) -> str:
         """Bumped whenever a rule or threshold here or in :mod:`.confirm` changes."""
-        return "10"
+        return "11"
 
     def verify(self, request: VerifyRequest) -> Verdict:
         """Pass only when the tables pass, every claim is confirmed by a second signal on
@@ -309,7 +309,8 @@ class LookingVerifier(EmbeddedVerifier):
                     "confirmed", "tracks", term, (), (), f"{len(held)} tracks of {term!r}: "
                     + "; ".join(h.describe() for h in held))), tried
             tried.append(c.confirm_seen(term, frames, detections=eyes.detections(sid),
-                                        count=count, check=eyes.shows_pose))
+                                        count=count, check=eyes.shows_pose,
+                                        min_area=MIN_NAMEABLE_AREA))
             if tried[-1].confirmed:
                 return tried[-1], tried
         if term not in _COCO and eyes.names(term):
