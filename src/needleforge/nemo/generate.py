@@ -193,7 +193,7 @@ class _Planner:
 
 
 @runtime_checkable
-class FrameAt(Protocol):
+class SeeksFrames(Protocol):
     """A keyframe source that also decodes the frame shown at a given time."""
 
     def frame_at(self, scene: Scene, t_s: float) -> Keyframe | None:
@@ -232,7 +232,7 @@ class _Backends:
         ``keyframes`` where the source decodes frames at given times
         (:class:`~needleforge.nemo.video_keyframes.VideoKeyframes`); none otherwise."""
         source: object = self.keyframes  # a callable that may also seek to a time
-        if not isinstance(source, FrameAt):
+        if not isinstance(source, SeeksFrames):
             return ()
         found = (source.frame_at(scene, k.t_s + MOTION_GAP_S) for k in keyframes)
         return tuple(f for f in found if f is not None)

@@ -204,7 +204,7 @@ class PairLook:
         return f"t={self.t_s:.2f} {self.kind}"
 
 
-Frame = tuple[float, npt.NDArray[np.uint8]]
+TimedImage = tuple[float, npt.NDArray[np.uint8]]
 
 
 def pair_looks(times: Sequence[float], images: Sequence[npt.NDArray[np.uint8]], *,
@@ -217,8 +217,8 @@ def pair_looks(times: Sequence[float], images: Sequence[npt.NDArray[np.uint8]], 
     return looks_on_pairs(pairs, detect=detect, min_speed=min_speed)
 
 
-def companion_pairs(frames: Sequence[Frame], companions: Sequence[Frame]
-                    ) -> list[tuple[Frame, Frame]]:
+def companion_pairs(frames: Sequence[TimedImage], companions: Sequence[TimedImage]
+                    ) -> list[tuple[TimedImage, TimedImage]]:
     """Each of ``frames`` with the first of ``companions`` :data:`COMPANION_GAP_S` after it.
 
     Why: frames spread over a scene are seconds apart, and in a crowd a walker has then
@@ -234,8 +234,8 @@ def companion_pairs(frames: Sequence[Frame], companions: Sequence[Frame]
     return pairs
 
 
-def looks_on_pairs(pairs: Sequence[tuple[Frame, Frame]], *, detect: Detect, min_speed: float,
-                   max_speed: float | None = None) -> list[PairLook]:
+def looks_on_pairs(pairs: Sequence[tuple[TimedImage, TimedImage]], *, detect: Detect,
+                   min_speed: float, max_speed: float | None = None) -> list[PairLook]:
     """People on each pair of ``(time, image)`` frames: person boxes of the two frames are
     matched when each is the other's nearest of similar height; a match moving at
     ``min_speed`` box heights a second or more (and, when given, at most ``max_speed``)
