@@ -18,12 +18,10 @@ import numpy as np
 import pytest
 from nemo_cases import make_scene, make_video
 
-from needleforge.backends.embedded.writer import EmbeddedDescriber, EmbeddedVerifier
 from needleforge.errors import MediaError, NemoError
 from needleforge.media.ffmpeg import ffmpeg_binary
 from needleforge.nemo import VideoKeyframes, scene_times
-from needleforge.nemo.generate import _Backends
-from needleforge.nemo.video_keyframes import VERIFY_PER_SCENE
+from needleforge.nemo.video_keyframes import VERIFY_PER_SCENE, companion_frames
 from needleforge.records import Video
 from needleforge.scenes.walking import MOTION_GAP_S
 
@@ -207,16 +205,14 @@ def test_companion_frames_are_the_frames_half_a_second_after_each_keyframe(
     MOTION_GAP_S after each one, exact; a source that cannot seek to a time gives none."""
     video = video_at(clip)
     with VideoKeyframes({video.video_id: video}, max_side=160) as source:
-        backends = _Backends(describer=EmbeddedDescriber(), verifier=EmbeddedVerifier(),
-                             keyframes=source)
         keyframes = source(SCENES[1])  # 3.5, 4.4, 5.2, 6.1 s in a scene ending at 6.5 s
-        companions = backends.companions(SCENES[1], keyframes)
+        companions = companion_frames(source, SCENES[1], keyframes, gap_s=MOTION_GAP_S)
         assert len(companions) == len(keyframes) - 1  # 6.6 s is past the scene: none
         for key, companion in zip(keyframes, companions, strict=False):
             assert companion.t_s == pytest.approx(key.t_s + MOTION_GAP_S, abs=0.1)
             assert np.array_equal(companion.image, sequential[companion.t_s])
-        tail = backends.companions(SCENES[2], source(SCENES[2]))  # 1.5 s in four parts
+        tail = companion_frames(source, SCENES[2], source(SCENES[2]),
+                                gap_s=MOTION_GAP_S)  # 1.5 s in four parts
         assert tail and all(SCENES[2].start_s <= f.t_s < SCENES[2].end_s for f in tail)
-    plain = _Backends(describer=EmbeddedDescriber(), verifier=EmbeddedVerifier(),
-                      keyframes=lambda scene: keyframes)
-    assert plain.companions(SCENES[1], keyframes) == ()
+    assert companion_frames(lambda scene: keyframes, SCENES[1], keyframes,
+                            gap_s=MOTION_GAP_S) == ()

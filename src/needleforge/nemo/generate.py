@@ -70,6 +70,7 @@ from needleforge.nemo.negatives import crowded_terms, excluded_terms, select_neg
 from needleforge.nemo.plan import PlanSkip, plan_short_montage, question_id_for
 from needleforge.nemo.tables import SceneTables, index_tables
 from needleforge.nemo.targets import Target, select_targets
+from needleforge.nemo.video_keyframes import companion_frames
 from needleforge.params import NemoParams
 from needleforge.records import (
     Montage,
@@ -193,15 +194,6 @@ class _Planner:
 
 
 @runtime_checkable
-class SeeksFrames(Protocol):
-    """A keyframe source that also decodes the frame shown at a given time."""
-
-    def frame_at(self, scene: Scene, t_s: float) -> Keyframe | None:
-        """The frame of ``scene`` shown at ``t_s``, or None when none decodes there."""
-        ...
-
-
-@runtime_checkable
 class LooksAhead(Protocol):
     """A verifier that can have the looking for a request done ahead on worker threads
     (:class:`~needleforge.backends.embedded.verifier.LookingVerifier`)."""
@@ -226,16 +218,6 @@ class _Backends:
     def frames(self, scene: Scene) -> tuple[Keyframe, ...]:
         """The scene's keyframes, or none when no source was given."""
         return tuple(self.keyframes(scene)) if self.keyframes is not None else ()
-
-    def companions(self, scene: Scene, keyframes: Sequence[Keyframe]) -> tuple[Keyframe, ...]:
-        """A frame :data:`~needleforge.scenes.walking.MOTION_GAP_S` after each of
-        ``keyframes`` where the source decodes frames at given times
-        (:class:`~needleforge.nemo.video_keyframes.VideoKeyframes`); none otherwise."""
-        source: object = self.keyframes  # a callable that may also seek to a time
-        if not isinstance(source, SeeksFrames):
-            return ()
-        found = (source.frame_at(scene, k.t_s + MOTION_GAP_S) for k in keyframes)
-        return tuple(f for f in found if f is not None)
 
 
 def generate(
@@ -372,8 +354,8 @@ def _plan_one(
         raise NemoError(f"describer {backends.describer.name} wrote a {written.needle_type} "
                         f"needle for {target.needle_type} target {target.target_id}")
     if WALK_TAG in written.description.lower():  # matched across frames close together
-        view = dataclasses.replace(view, companion_frames=backends.companions(
-            view.scene, view.keyframes))
+        view = dataclasses.replace(view, companion_frames=companion_frames(
+            backends.keyframes, view.scene, view.keyframes, gap_s=MOTION_GAP_S))
     text = f"{written.description}\n{written.question}"
     excluded = excluded_terms(target, tables, text=text)
     attire = described_attire(text, excluded) if params.check.attire else {}

@@ -28,9 +28,10 @@ from __future__ import annotations
 
 import math
 from collections import OrderedDict
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
+from typing import Protocol, runtime_checkable
 
 from needleforge.backends.base import Keyframe
 from needleforge.errors import MediaError, NemoError
@@ -285,3 +286,24 @@ class VideoKeyframes:
                 yield frame
         self.decoded_scenes += 1
         self._keep(scene.scene_id, tuple(frames), frozenset(extra))
+
+
+@runtime_checkable
+class SeeksFrames(Protocol):
+    """A keyframe source that also decodes the frame shown at a given time."""
+
+    def frame_at(self, scene: Scene, t_s: float) -> Keyframe | None:
+        """The frame of ``scene`` shown at ``t_s``, or None when none decodes there."""
+        ...
+
+
+def companion_frames(source: object, scene: Scene, keyframes: Sequence[Keyframe], *,
+                     gap_s: float) -> tuple[Keyframe, ...]:
+    """The frame ``gap_s`` after each of ``keyframes`` inside ``scene`` (fewer near its end)
+    when ``source`` decodes frames at given times (:class:`VideoKeyframes` does); none
+    otherwise. A check that matches people across two frames needs them close together
+    (:data:`~needleforge.scenes.walking.MOTION_GAP_S`)."""
+    if not isinstance(source, SeeksFrames):
+        return ()
+    found = (source.frame_at(scene, k.t_s + gap_s) for k in keyframes)
+    return tuple(f for f in found if f is not None)

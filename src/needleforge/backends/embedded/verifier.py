@@ -30,13 +30,14 @@ inputs than the ones that produced the claim (rules and thresholds: :mod:`.confi
    :mod:`needleforge.scenes.colour_cast`), and no frame of a negative may look that colour
    (``negative-colour-cast``, the widened hue range); quoted on-screen text
    ("on-screen text reads 'JULY'") must be read again, legibly, on one of up to
-   :data:`TEXT_FRAMES` of those frames (``reread-text``, PP-OCRv4,
+   :data:`.text_checks.TEXT_FRAMES` of those frames (``reread-text``, PP-OCRv4,
    :mod:`needleforge.scenes.onscreen`), and then the reader may see it on none of up to
-   :data:`TEXT_FRAMES` frames of each negative, at any confidence it reports
+   :data:`.text_checks.TEXT_FRAMES` frames of each negative, at any confidence it reports
    (``negative-text``: text the tables missed, read once or misread there); "someone
-   walking" must be seen again, person boxes matched on consecutive frames moving across a
-   still shot (``measure-walking``, :mod:`needleforge.scenes.walking`), and no negative may
-   show a person moving or one that cannot be followed (``negative-walking``); "a close-up
+   walking" must be seen again, person boxes matched on each frame and its companion half
+   a second later (consecutive frames where none was decoded) moving across a still shot
+   (``measure-walking``, :mod:`needleforge.scenes.walking`), and no negative may show a
+   person moving or one that cannot be followed (``negative-walking``); "a close-up
    of a face" is measured again on the body keypoints (``measure-closeup``,
    :mod:`needleforge.scenes.closeup`), and no negative may show a face near the camera
    (``negative-closeup``);
@@ -82,8 +83,8 @@ from needleforge.backends.embedded import shot_checks
 from needleforge.backends.embedded.action_checks import confirm_walking, negative_walking
 from needleforge.backends.embedded.eyes import Eyes, Submit
 from needleforge.backends.embedded.labels import COCO_LABELS
-from needleforge.backends.embedded.ocr import EmbeddedTextReader
 from needleforge.backends.embedded.ssd_runtime import Precision
+from needleforge.backends.embedded.text_checks import TextEyes
 from needleforge.backends.embedded.writer import (
     MIN_NAMEABLE_AREA,
     EmbeddedVerifier,
@@ -112,9 +113,6 @@ _COCO = frozenset(COCO_LABELS.values())
 #: when it finds the label's classes refused there, the SSD again at another scale is no
 #: second signal (a street's "sports ball" of 0.55 of the frame, redetected by the same SSD).
 CROP_DECIDES_AREA = 0.1
-#: Frames of a scene the text rules read (spread over the frames given): OCR costs ~0.2 s
-#: a frame, and a negative serves many montages (readings are cached per frame).
-TEXT_FRAMES = 3
 _COUNTS = {number_word(n): n for n in range(2, 13)} | {"several": MAX_EXACT_COUNT + 1}
 
 
@@ -159,7 +157,7 @@ class LookingVerifier(EmbeddedVerifier):
         self._eyes = Eyes(models_dir=models_dir, num_threads=num_threads, cache=cache_frames,
                           min_score=min(c.REDETECT_MIN_SCORE, negative_min_score),
                           precision=detector_precision)
-        self._text = _TextEyes(models_dir=models_dir, num_threads=num_threads,
+        self._text = TextEyes(models_dir=models_dir, num_threads=num_threads,
                                cache=cache_frames)
 
     @property
@@ -403,68 +401,6 @@ class LookingVerifier(EmbeddedVerifier):
             return (f"refused by negative-pose: negative {negative.scene.scene_id} shows a "
                     f"body pose ({count} keypoints) at t={frame.t_s:.2f} s")
         return None
-
-
-class _TextEyes:
-    """The OCR reader of the text rules, built on first use, its readings cached per frame
-    (a negative serves many montages; the same frame is read once)."""
-
-    def __init__(self, *, models_dir: Path | str | None, num_threads: int, cache: int) -> None:
-        self._models_dir, self._threads, self._cache = models_dir, num_threads, cache
-        self._reader: EmbeddedTextReader | None = None
-        self._read: dict[tuple[str, float], list[tuple[str, float]]] = {}
-
-    def lines(self, scene_id: str, frame: Keyframe) -> list[tuple[str, float]]:
-        """``(line, confidence)`` the reader gives for ``frame`` (confidence >= 0.5)."""
-        key = (scene_id, frame.t_s)
-        if key not in self._read:
-            if self._reader is None:
-                self._reader = EmbeddedTextReader(models_dir=self._models_dir,
-                                                  num_threads=self._threads)
-            if len(self._read) >= self._cache:
-                self._read.pop(next(iter(self._read)))
-            self._read[key] = self._reader.read_scored(frame.image)
-        return self._read[key]
-
-    def reread(self, quote: str, scene_id: str, frames: Sequence[Keyframe]) -> c.Confirmation:
-        """``reread-text``: the quote is read again, legibly
-        (:func:`needleforge.scenes.onscreen.legible`), on at least one of up to
-        :data:`TEXT_FRAMES` frames the writer did not use."""
-        looked = _spread(frames, TEXT_FRAMES)
-        held = [(k, line) for k in looked for line, score in self.lines(scene_id, k)
-                if onscreen.legible(line, score) and onscreen.shows(line, quote)]
-        seen = sorted({line for k in looked for line, _ in self.lines(scene_id, k)})
-        times = tuple(k.t_s for k in looked)
-        scores = tuple(float(any(k is f for f, _ in held)) for k in looked)
-        if held:
-            return c.Confirmation("confirmed", "reread-text", quote, times, scores,
-                                  f"{quote!r} read again as {held[0][1]!r} on "
-                                  f"{len({id(k) for k, _ in held})} of {len(looked)} frames")
-        return c.Confirmation("refused", "reread-text", quote, times, scores,
-                              f"{quote!r} not read legibly on {len(looked)} frames the writer "
-                              f"did not use (read: {seen or 'nothing'})")
-
-    def negative_refusal(self, quote: str, negative: SceneView) -> str | None:
-        """``negative-text``: a negative on one of whose frames (up to :data:`TEXT_FRAMES`)
-        the reader sees the quote, at any confidence it reports: a viewer could point there
-        too. Unreadable (no frames) is a refusal as well."""
-        sid = negative.scene.scene_id
-        if not negative.keyframes:
-            return f"unconfirmed: negative {sid} has no frames to look at"
-        for frame in _spread(negative.keyframes, TEXT_FRAMES):
-            for line, score in self.lines(sid, frame):
-                if onscreen.shows(line, quote):
-                    return (f"refused by negative-text: negative {sid} shows {line!r} "
-                            f"(confidence {score:.2f}) at t={frame.t_s:.2f} s, which reads "
-                            f"{quote!r}")
-        return None
-
-
-def _spread(frames: Sequence[Keyframe], most: int) -> list[Keyframe]:
-    """Up to ``most`` of ``frames``, spread evenly (centres of equal parts)."""
-    if len(frames) <= most:
-        return list(frames)
-    return [frames[int((i + 0.5) * len(frames) / most)] for i in range(most)]
 
 
 def _count(text: str, label: str) -> int:
