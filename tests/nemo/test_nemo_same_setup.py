@@ -54,6 +54,21 @@ def test_features_are_cached_per_scene() -> None:
     assert matcher.score(scene, [], make_scene(1, 3, 6), frames) == first
 
 
+def test_a_pair_is_matched_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    matcher = SetupMatcher()
+    frames = _frames("statement", start=0, most=2)
+    a, b = make_scene(0, 0, 3), make_scene(1, 3, 6)
+    calls: list[int] = []
+    inliers = matcher._inliers
+    monkeypatch.setattr(matcher, "_inliers", lambda x, y: calls.append(1) or inliers(x, y))
+    first = matcher.score(a, frames, b, frames)
+    matched = len(calls)
+    assert first >= MIN_INLIERS and matched == len(frames) ** 2
+    assert matcher.score(a, frames, b, frames) == first and len(calls) == matched
+    # The other order is a pair of its own (the ratio test is not symmetric).
+    assert matcher.score(b, frames, a, frames) >= MIN_INLIERS and len(calls) == 2 * matched
+
+
 def test_bad_options_are_refused() -> None:
     with pytest.raises(ValueError, match="min_inliers = 0"):
         SetupMatcher(min_inliers=0)

@@ -71,6 +71,7 @@ import numpy as np
 import numpy.typing as npt
 
 from needleforge.backends.active_picture import active_picture
+from needleforge.scenes.frame_memo import kept_per_frame
 
 #: Recorded as the tag's backend and version; bumped when the measure changes.
 MEASURE_NAME = "measure-colour-cast"
@@ -250,6 +251,7 @@ def mostly(image: npt.NDArray[np.uint8], colour: str) -> bool:
     return cast_share(image, colour) >= threshold(colour)
 
 
+@kept_per_frame
 def negative_look(image: npt.NDArray[np.uint8], colour: str) -> str | None:
     """Why a viewer could take the frame for a "mostly ``colour``" one, or None (a negative
     must give None). A colour: more than :data:`MAX_NEGATIVE_SHARE` of it in the core range

@@ -34,6 +34,7 @@ import numpy as np
 import numpy.typing as npt
 
 from needleforge.scenes.colour_cast import CAST_WORDS
+from needleforge.scenes.frame_memo import kept_per_frame
 
 #: The scene tag a black-and-white shot gets (a term of the tables, named in questions).
 BLACK_AND_WHITE = "black-and-white"
@@ -88,6 +89,7 @@ def colourful_share(image: npt.NDArray[np.uint8]) -> float:
     return float((chroma >= COLOURFUL_CHROMA * 255.0).mean())
 
 
+@kept_per_frame
 def clearly_in_colour(image: npt.NDArray[np.uint8]) -> bool:
     """Whether a viewer sees the frame in colour (a negative of a black-and-white question
     must): :data:`NEGATIVE_MIN_CHROMA` and :data:`NEGATIVE_MIN_COLOURFUL` both reached."""

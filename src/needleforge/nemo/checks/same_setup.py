@@ -19,7 +19,8 @@ from a bike, a night drive) gives low scores to its own returns too, because the
 changed; the tags are the check there.
 
 What it costs: ORB on the verifier's 4 frames per scene (512 pixels on the long side) once per
-scene, about 25 matchings per pair; about 1 s per target on 2 cores.
+scene, about 25 matchings per pair; about 1 s per target on 2 cores. A pair's score is kept:
+the scene targets of one shot meet the same negatives again.
 """
 
 from __future__ import annotations
@@ -70,6 +71,7 @@ class SetupMatcher:
         self._min = min_inliers
         self._cache: OrderedDict[str, list[Features]] = OrderedDict()
         self._max_cached = max_cached
+        self._scores: dict[tuple[str, str], int] = {}
 
     def same(self, a: Scene, a_frames: Sequence[Keyframe], b: Scene,
              b_frames: Sequence[Keyframe]) -> bool:
@@ -78,9 +80,13 @@ class SetupMatcher:
 
     def score(self, a: Scene, a_frames: Sequence[Keyframe], b: Scene,
               b_frames: Sequence[Keyframe]) -> int:
-        """The most homography inliers over all pairs of the two scenes' keyframes."""
-        fa, fb = self._features(a, a_frames), self._features(b, b_frames)
-        return max((self._inliers(x, y) for x in fa for y in fb), default=0)
+        """The most homography inliers over all pairs of the two scenes' keyframes (kept per
+        ordered pair of scene ids: a scene's keyframes are fixed by its id)."""
+        key = (a.scene_id, b.scene_id)
+        if key not in self._scores:
+            fa, fb = self._features(a, a_frames), self._features(b, b_frames)
+            self._scores[key] = max((self._inliers(x, y) for x in fa for y in fb), default=0)
+        return self._scores[key]
 
     def _features(self, scene: Scene, frames: Sequence[Keyframe]) -> list[Features]:
         cached = self._cache.get(scene.scene_id)
