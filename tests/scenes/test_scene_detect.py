@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 import av.error
+import numpy as np
 import pytest
 from scene_clips import FPS, Clip, concat_clip
 
@@ -13,6 +14,7 @@ from needleforge.errors import MediaError
 from needleforge.params import SceneParams, parse_params
 from needleforge.scenes import SceneDetection, check_tiling, detect_scenes
 from needleforge.scenes.detect import colourless_video
+from needleforge.scenes.grey_cuts import colourless_frame
 
 FRAME_S = 1 / FPS
 VIDEO_ID = "v0123456789abcdef"
@@ -76,8 +78,10 @@ def test_min_scene_length_drops_short_shots(cuts_clip: Clip) -> None:
 
 
 def test_a_high_threshold_finds_no_cut(cuts_clip: Clip) -> None:
-    result = detect(cuts_clip, threshold=250.0)
+    result = detect(cuts_clip, threshold=250.0, luma_only=False)
     assert [(s.start_s, s.end_s) for s in result.scenes] == [(0.0, cuts_clip.duration_s)]
+    # black to white changes brightness by 255: the grey-shot pass ("auto") still cuts there
+    assert [s.start_s for s in detect(cuts_clip, threshold=250.0).scenes] == [0.0, 4.6]
 
 
 @pytest.mark.parametrize("name", ["still_clip", "black_clip"])
@@ -202,3 +206,33 @@ def test_colour_video_and_unreadable_files_are_not_black_and_white(
     junk = tmp_path / "junk.mp4"
     junk.write_bytes(b"not a video")
     assert not colourless_video(junk, duration_s=3.0)
+
+
+def test_grey_shots_inside_a_colour_video_are_cut_on_brightness(
+        scene_media: Path, cuts_clip: Clip) -> None:
+    """Colour, then grey 90 -> 150 (HSV scores that cut 20 of 27), then colour again: the
+    video is in colour, and the grey-to-grey cut is still found, by brightness; a colour-only
+    video gets no cut from it."""
+    mixed = concat_clip(scene_media / "mixed_greys.mp4",
+                        [("red", 1.2), ("smptebars", 1.2), ("0x5a5a5a", 1.0),
+                         ("0x969696", 1.0), ("testsrc2", 1.2)], faststart=True)
+    assert not colourless_video(mixed.path, duration_s=mixed.duration_s)
+    hsv = detect_scenes(mixed.path, video_id="vmix", params=SceneParams(luma_only=False))
+    auto = detect_scenes(mixed.path, video_id="vmix", params=SceneParams())
+    assert len(hsv.scenes) == len(mixed.cuts_s)  # one cut (grey to grey) missed
+    assert [s.start_s for s in auto.scenes[1:]] == pytest.approx(mixed.cuts_s, abs=2 / FPS)
+    assert "luma_only=False" in auto.detector and "grey-cuts=luma" in auto.detector
+    colour = detect_scenes(cuts_clip.path, video_id="vcol", params=SceneParams())
+    plain = detect_scenes(cuts_clip.path, video_id="vcol", params=SceneParams(luma_only=False))
+    assert [s.start_s for s in colour.scenes] == [s.start_s for s in plain.scenes]
+
+
+def test_a_frame_is_colourless_below_one_percent_coloured_pixels() -> None:
+    frame = np.full((100, 100, 3), 120, np.uint8)
+    assert colourless_frame(frame)
+    frame[:, :, 2] += 10  # a chroma of 10 / 255, under 0.05: still colourless
+    assert colourless_frame(frame)
+    frame[0, :50] = (200, 30, 30)  # 50 coloured pixels: 0.5 %
+    assert colourless_frame(frame)
+    frame[1, :] = (30, 200, 30)  # 150 coloured pixels: 1.5 %
+    assert not colourless_frame(frame)

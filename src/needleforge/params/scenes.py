@@ -20,7 +20,9 @@ class SceneParams(_Section):
     ``luma_only`` scores brightness alone; ``"auto"`` does so for a black-and-white video
     (:func:`~needleforge.scenes.detect.colourless_video`), where hue and saturation carry
     nothing and the HSV average divides every cut by three (a 1906 film intercut with a grey
-    fish tank: 0 of 12 cuts found in HSV, 11 in brightness).
+    fish tank: 0 of 12 cuts found in HSV, 11 in brightness); for a colour video it adds a
+    brightness-only pass between colourless frames (:mod:`~needleforge.scenes.grey_cuts`), so
+    the cuts between grey shots cut into colour footage are found too.
     """
 
     detector: Literal["content", "adaptive"] = "content"

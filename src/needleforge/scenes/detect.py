@@ -105,7 +105,10 @@ def detect_scenes(
                  else params.luma_only)
     video = _open_video(path, params)
     fps = float(video.frame_rate)
-    manager, description = _make_manager(params, fps=fps, luma_only=luma_only)
+    # a colour video may still hold grey shots: their cuts are scored on brightness too
+    grey_cuts = params.luma_only == "auto" and not luma_only
+    manager, description = _make_manager(params, fps=fps, luma_only=luma_only,
+                                         grey_cuts=grey_cuts)
     run = _run_manager(manager, video, fps=fps)
     description = f"{video.BACKEND_NAME} {description}"
     if run.last_frame_s is None:
@@ -178,9 +181,10 @@ def colourless_video(path: Path, *, duration_s: float, samples: int = 8) -> bool
     return bool(seen) and sum(seen) >= COLOURLESS_SHARE * len(seen)
 
 
-def _make_manager(params: SceneParams, *, fps: float, luma_only: bool
+def _make_manager(params: SceneParams, *, fps: float, luma_only: bool, grey_cuts: bool = False
                   ) -> tuple[Any, str]:
-    """A SceneManager with the configured detector and downscale, and a one-line description.
+    """A SceneManager with the configured detector and downscale, and a one-line description;
+    with ``grey_cuts``, also :class:`~needleforge.scenes.grey_cuts.GreyCutDetector`.
 
     ``min_scene_len`` is given in frames, which both the 0.6 (frames only) and 0.7 (frames,
     seconds or strings) APIs accept.
@@ -203,6 +207,12 @@ def _make_manager(params: SceneParams, *, fps: float, luma_only: bool
         )
     manager = scenedetect.SceneManager()
     manager.add_detector(detector)
+    if grey_cuts:
+        from needleforge.scenes.grey_cuts import GreyCutDetector
+
+        content = params.detector == "content"  # else the adaptive ratio: use Content's default
+        manager.add_detector(GreyCutDetector(threshold=threshold if content else 27.0,
+                                             min_scene_len=min_len))
     if params.downscale is None:
         manager.auto_downscale = True
         scale = "auto"
@@ -213,6 +223,7 @@ def _make_manager(params: SceneParams, *, fps: float, luma_only: bool
     description = (
         f"scenedetect {scenedetect.__version__} {params.detector} threshold={threshold} "
         f"min_scene_len={min_len}f luma_only={luma_only} downscale={scale}"
+        + (" grey-cuts=luma" if grey_cuts else "")
     )
     return manager, description
 
