@@ -18,6 +18,7 @@ from needleforge.objects import (
     rgb_to_hsv,
     size_ranks,
 )
+from needleforge.objects.attributes import track_colour
 from needleforge.records import Box
 
 SWATCHES = {
@@ -133,3 +134,19 @@ def test_size_ranks_reject_bad_input() -> None:
         size_ranks([_Area(0.1)], min_ratio=0.5)
     with pytest.raises(ValueError, match=re.escape("mean_area_frac = 0.0")):
         size_ranks([_Area(0.0)])
+
+
+def test_a_track_is_named_by_the_colour_most_of_its_frames_show() -> None:
+    """Three frames of a blue jacket and one in shadow (black): blue; a split: no word."""
+    box = Box(x=0.0, y=0.0, w=1.0, h=1.0)
+    blue = np.full((40, 40, 3), (30, 40, 150), np.uint8)
+    shadow = np.full((40, 40, 3), (20, 22, 35), np.uint8)
+    red = np.full((40, 40, 3), (200, 20, 20), np.uint8)
+    assert dominant_colour(shadow, box) == "black" and dominant_colour(blue, box) == "blue"
+    assert track_colour([(shadow, box), (blue, box), (blue, box), (blue, box)]) == "blue"
+    assert track_colour([(blue, box), (shadow, box)]) == ""
+    assert track_colour([(blue, box), (red, box), (shadow, box)]) == ""
+    assert track_colour([(red, box)]) == "red"
+    assert track_colour([]) == ""
+    with pytest.raises(ValueError, match="uint8"):
+        track_colour([(blue.astype(np.float32), box)])  # type: ignore[list-item]

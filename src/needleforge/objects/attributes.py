@@ -73,6 +73,7 @@ at 7.6 s) is read at mid-leg, trousers and pavement, and was named "grey".
 
 from __future__ import annotations
 
+import collections
 import math
 from collections.abc import Sequence
 from typing import Protocol
@@ -192,6 +193,19 @@ def dominant_colour(
     h, s, v = rgb_to_hsv(image[rows, cols].reshape(-1, 3))
     counts = np.bincount(colour_indices(h, s, v), minlength=len(COLOUR_NAMES))
     return COLOUR_NAMES[int(np.argmax(counts))]
+
+
+def track_colour(looks: Sequence[tuple[npt.NDArray[np.uint8], Box]], *, label: str = "") -> str:
+    """The colour a track shows on more than half of its frames (:func:`dominant_colour` on
+    each ``(image, box)``), else ``""``: a word a viewer can check over the span, not one
+    frame's. A jacket in shadow read "black" on one of four frames and "blue" on three (a
+    held-out Segway rider, 2026-12-06) is "blue"; one frame is a majority of one.
+
+    Raises ``ValueError`` as :func:`dominant_colour` does.
+    """
+    names = collections.Counter(dominant_colour(image, box, label=label) for image, box in looks)
+    named = [(n, k) for n, k in names.most_common() if n]
+    return named[0][0] if named and named[0][1] * 2 > len(looks) else ""
 
 
 def skin_mask(pixels: npt.NDArray[np.uint8]) -> npt.NDArray[np.bool_]:

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 import numpy as np
 import numpy.typing as npt
 
-from needleforge.objects.attributes import dominant_colour, position_name, size_ranks
+from needleforge.objects.attributes import position_name, size_ranks, track_colour
 from needleforge.objects.expressions import referring_expressions
 from needleforge.objects.settle import CropTagger, settle_tracks
 from needleforge.objects.tracker import TIME_EPS, track_objects
@@ -62,9 +62,9 @@ def build_objects(
 
     ``keyframes`` are ``(t_s, RGB image)`` pairs sorted by time and ``detections_by_time``
     lists every keyframe with its detections (see
-    :func:`~needleforge.objects.tracker.track_objects`). Each track's colour comes from the
-    keyframe image of its median hit (the middle one, the earlier of two) and its position
-    from that box; sizes are ranked across the scene and referring expressions are unique
+    :func:`~needleforge.objects.tracker.track_objects`). Each track's colour is the one most
+    of its hits show (:func:`~needleforge.objects.attributes.track_colour`), its position
+    that of its median hit (the middle one, the earlier of two); sizes are ranked across the scene and referring expressions are unique
     within it. ``backend``/``model_version`` name the detector that produced the boxes.
 
     Before anything is described, each track's word is settled
@@ -89,8 +89,9 @@ def build_objects(
     tracks: list[ObjectTrack] = []
     for index, (track, rank) in enumerate(zip(raw, size_ranks(raw), strict=True)):
         median = track.boxes[(len(track.boxes) - 1) // 2]
-        image = _image_at(keyframes, times, median.t_s, scene_id=scene_id)
-        attributes = ObjectAttributes(colour=dominant_colour(image, median.box, label=track.label),
+        looks = [(_image_at(keyframes, times, b.t_s, scene_id=scene_id), b.box)
+                 for b in track.boxes]
+        attributes = ObjectAttributes(colour=track_colour(looks, label=track.label),
                                       position=position_name(median.box), size_rank=rank)
         tracks.append(ObjectTrack(
             object_id=object_id_for(scene_id, index), scene_id=scene_id, index=index,
