@@ -234,7 +234,7 @@ def run_seed(out: Path, params: Params, *, seed: int, sheets: bool, cost: bool =
     if not cost:
         looking_s, n_looking = stage2(db, params, verifier=params.nemo.verifier)
         print(f"stage 2 ({params.nemo.verifier}): {looking_s:.1f} s for {n_looking} question(s)")
-        return _report(db, out, sheets=sheets)
+        return report_store(db, out, sheets=sheets)
     # The first run scans the negatives (the probe) and stores the scans; the timed runs
     # reuse them, so they differ by the verifier alone.
     first_s, _ = stage2(db, params, verifier="embedded_tables")
@@ -245,10 +245,10 @@ def run_seed(out: Path, params: Params, *, seed: int, sheets: bool, cost: bool =
     print(f"stage 2, default verifier ({params.nemo.verifier}, looks again): {looking_s:.1f} s "
           f"for {n_looking} question(s); x{looking_s / max(tables_s, 1e-9):.2f} the table-only "
           f"run, {(looking_s - tables_s) / max(n_looking, 1):+.2f} s per question")
-    return _report(db, out, sheets=sheets)
+    return report_store(db, out, sheets=sheets)
 
 
-def _report(db: Path, out: Path, *, sheets: bool) -> Path:
+def report_store(db: Path, out: Path, *, sheets: bool) -> Path:
     yield_table(db)
     if sheets:
         outcome = review_store(db, out / "review", verdicts_path=None)
