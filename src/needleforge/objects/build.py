@@ -64,8 +64,9 @@ def build_objects(
     lists every keyframe with its detections (see
     :func:`~needleforge.objects.tracker.track_objects`). Each track's colour is the one most
     of its hits show (:func:`~needleforge.objects.attributes.track_colour`), its position
-    that of its median hit (the middle one, the earlier of two); sizes are ranked across the scene and referring expressions are unique
-    within it. ``backend``/``model_version`` name the detector that produced the boxes.
+    that of its median hit (the middle one, the earlier of two); sizes are ranked across the
+    scene and referring expressions are unique within it. ``backend``/``model_version`` name
+    the detector that produced the boxes.
 
     Before anything is described, each track's word is settled
     (:func:`~needleforge.objects.settle.settle_tracks`): with ``crop_tagger`` (and
