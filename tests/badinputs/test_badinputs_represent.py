@@ -91,7 +91,10 @@ def test_stored_tricky_subtitles_draw_through_ffmpeg(corpus: Path, tmp_path: Pat
     """The exact stored text, used as VNBench edit needles, renders every line it holds."""
     db = tmp_path / "nf.duckdb"
     _ingested(corpus, db, [{"path": GOOD, "subtitles": "tricky.srt"}], f"draw-{tmp_path.name}")
-    represent_store(db=db, params=PARAMS, step="scenes")
+    counts: list[tuple[int, int]] = []
+    represent_store(db=db, params=PARAMS, step="scenes",
+                    on_video=lambda done, total: counts.append((done, total)))
+    assert counts == [(0, 1), (1, 1)]  # the total is known before the first video ends
     with Store(db, read_only=True) as store:
         texts = [s.subtitle_text for s in store.scenes() if s.subtitle_text]
     assert texts

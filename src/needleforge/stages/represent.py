@@ -157,11 +157,11 @@ def represent_store(
 
     One transaction per video, so a killed run resumes by skipping finished videos; a video
     that fails is reported and keeps whatever it had stored. ``on_video(done, total)`` is
-    called after each video (a progress bar). ``run_jobs`` runs the planned jobs, by default
-    on ``runner.workers`` threads of this process (:func:`run_on_threads`; one after another
-    with 1 worker or 1 job); the represent flow passes one that fans them out as tasks. Either
-    way each worker has its own backends and this process alone writes the store, in job
-    order.
+    called once the jobs are planned and after each video (a progress bar). ``run_jobs``
+    runs the planned jobs, by default on ``runner.workers`` threads of this process
+    (:func:`run_on_threads`; one after another with 1 worker or 1 job); the represent flow
+    passes one that fans them out as tasks. Either way each worker has its own backends and
+    this process alone writes the store, in job order.
 
     Raises:
         StoreError: ``db`` is not a usable store. BackendError: an unknown backend name.
@@ -177,6 +177,8 @@ def represent_store(
         jobs = plan_represent(
             videos, step=step, wanted_hash=wanted, stored_hashes=store.representation_hashes(),
             stored_scenes={v.video_id: tuple(store.scenes(v.video_id)) for v in videos})
+        if on_video is not None:
+            on_video(0, len(jobs))  # the total from the start, not after the first video
         for done, result in enumerate(run(jobs, models), start=1):
             if isinstance(result, RepresentFailure):
                 failures.append(result)
