@@ -19,8 +19,11 @@ The clips are not shipped and not fetched by the project: get them once into one
     # unpack the *.orig.tar.* and the .tgz, then copy each CLIPS path to DIR/<name>.<ext>
 
 Run: ``PYTHONPATH=. python benchmarks/heldout.py --clips DIR --out /tmp/nf-heldout
-[--sheets]`` (about 4 minutes on 2 cores). Once judged and folded into the in-project
-corpus, these clips are no longer held out: the next check needs new ones.
+[--sheets]`` (about 4 minutes on 2 cores). The programs' bytes, and so the verdict keys,
+depend on the ffmpeg the project finds: the recorded verdicts were made on programs cut by
+Debian 12's ffmpeg 5.1.9 (``NEEDLEFORGE_FFMPEG=/usr/bin/ffmpeg``). Once judged and folded
+into the in-project corpus, these clips are no longer held out: the next check needs new
+ones.
 """
 
 from __future__ import annotations
