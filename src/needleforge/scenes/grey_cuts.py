@@ -48,10 +48,10 @@ class GreyCutDetector(ContentDetector):  # type: ignore[misc]
 
     def __init__(self, *, threshold: float, min_scene_len: int) -> None:
         super().__init__(threshold=threshold, min_scene_len=min_scene_len, luma_only=True)
-        self._grey_before = False
 
     def _calculate_frame_score(self, timecode: Any, frame_img: npt.NDArray[np.uint8]) -> float:
-        grey = colourless_frame(frame_img)
+        if not colourless_frame(frame_img):
+            self._last_frame = None  # no HSV work on colour frames; the next grey one starts anew
+            return 0.0
         score: float = super()._calculate_frame_score(timecode, frame_img)
-        both, self._grey_before = grey and self._grey_before, grey
-        return score if both else 0.0
+        return score
