@@ -237,3 +237,37 @@ def test_two_worker_threads_store_what_one_does(clips: Path, tmp_path: Path) -> 
                 for t in ("scenes", "scene_tags", "objects", "object_boxes", "representations")}
     assert stores[2] == stores[1]
     assert stores[1]["objects"] and stores[1]["scenes"]
+
+
+def _two_shots(first: str, second: str, out: Path, *, first_grey: bool) -> None:
+    """3 s of each photo, hard cut, 640x360 at 10 fps; the first in grey if asked."""
+    grey = ",hue=s=0" if first_grey else ""
+    ffmpeg("-loop", "1", "-t", "3", "-i", str(PHOTOS / first),
+           "-loop", "1", "-t", "3", "-i", str(PHOTOS / second), "-filter_complex",
+           f"[0]scale=640:360,setsar=1,fps=10{grey}[a];[1]scale=640:360,setsar=1,fps=10[b];"
+           "[a][b]concat=n=2:v=1[v]",
+           "-map", "[v]", "-c:v", "libx264", "-pix_fmt", "yuv420p", str(out))
+
+
+@pytest.mark.slow
+def test_a_colour_shot_among_black_and_white_ones_is_tagged_in_colour(tmp_path: Path) -> None:
+    """chelsea.png in grey (3 s), hard cut, astronaut.png in colour (3 s): the colour shot
+    gets "in colour"; cat.mp4 alone (both shots in colour) gets the word nowhere."""
+    lib = tmp_path / "lib"
+    lib.mkdir()
+    _two_shots("chelsea.png", "astronaut.png", lib / "grey.mp4", first_grey=True)
+    _two_shots("astronaut.png", "chelsea.png", lib / "colour.mp4", first_grey=False)
+    db = tmp_path / "nf.duckdb"
+    ingest_clips(lib, [{"path": "grey.mp4"}, {"path": "colour.mp4"}], db)
+    result = runner.invoke(app, ["represent", "--db", str(db)])
+    assert result.exit_code == 0, result.output
+    with Store(db) as store:
+        videos = {Path(v.source_path).name: v.video_id for v in store.videos()}
+        shots = {(s.video_id, s.index): {t.tag for t in store.scene_tags()
+                                         if t.scene_id == s.scene_id}
+                 for s in store.scenes()}
+    grey = videos["grey.mp4"]
+    assert "black-and-white" in shots[grey, 0] and "in colour" not in shots[grey, 0]
+    assert "in colour" in shots[grey, 1] and "black-and-white" not in shots[grey, 1]
+    assert not any("in colour" in tags for (video, _), tags in shots.items()
+                   if video == videos["colour.mp4"])

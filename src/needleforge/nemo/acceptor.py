@@ -4,13 +4,19 @@ A negative must not show what the written question names. The tables already kee
 scenes tagged with it (:mod:`~needleforge.nemo.negatives`); this check looks where tags fall
 short, with the same rules the looking verifier applies later, so that a montage is planned
 from negatives the verifier will not refuse: the camera set-up of the target (a returning
-shot), a frame a viewer could take for the black-and-white or mostly-one-colour scene asked
-about, someone walking, and the probe's sightings of every detector label the question
-names (:mod:`~needleforge.nemo.checks.negative_scan`).
+shot), a frame a viewer could take for the black-and-white, in-colour or mostly-one-colour
+scene asked about, someone walking, and the probe's sightings of every detector label the
+question names (:mod:`~needleforge.nemo.checks.negative_scan`).
+
+Each refusal can be laid at one term's door (``blame``): the term whose check refused the
+scene. A scene needle whose montage could not be filled is then written again without the
+most blamed term (:func:`~needleforge.nemo.generate`), as the tables' crowded terms are left
+out before the first writing: what the negatives at hand show, the description does not name.
 """
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from typing import Literal
@@ -23,7 +29,7 @@ from needleforge.nemo.targets import Target
 from needleforge.records import Scene, Sighting
 from needleforge.records.phrases import normalize
 from needleforge.scenes import closeup, colour_cast, onscreen, walking
-from needleforge.scenes.palette import BLACK_AND_WHITE, clearly_in_colour
+from needleforge.scenes.palette import BLACK_AND_WHITE, IN_COLOUR, clearly_in_colour, colourless
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -40,13 +46,15 @@ def negative_acceptor(
     target: Target, rejected: list[RejectedNegative], tables: SceneTables, *,
     frames: Callable[[Scene], Sequence[Keyframe]] | None, probe: NegativeProbe | None,
     setup: SetupMatcher | None, excluded: frozenset[str], attire: Mapping[str, str],
+    blame: collections.Counter[str] | None = None,
 ) -> Callable[[Scene], bool] | None:
     """The plan's ``accept`` check for ``target``: a negative of a scene needle may not show
     the target's own camera set-up (``setup``), nor, when the question names a
     black-and-white scene, a frame a viewer could take for one
     (:func:`~needleforge.scenes.palette.clearly_in_colour`, the looking verifier's own rule,
-    on the frames it will look at), or when it names a colour cast ("a mostly orange
-    scene"), a frame that looks that colour
+    on the frames it will look at), or when it names a scene in colour, a frame with any
+    colour (:func:`~needleforge.scenes.palette.colourless`), or when it names a colour cast
+    ("a mostly orange scene"), a frame that looks that colour
     (:func:`~needleforge.scenes.colour_cast.looks_like`, the same rule), or when it names
     someone walking, a person who moves or stands over a moving camera
     (:func:`~needleforge.scenes.walking.may_walk`, on its tracks and keyframes), or when it
@@ -55,7 +63,9 @@ def negative_acceptor(
     negative for the object's label and for everything else the question names
     (``excluded``; people it describes by their clothes, ``attire``, only in clothes that
     could be those), noting every probe refusal in ``rejected``; None when there is nothing
-    to check. ``frames`` gives a scene's keyframes (None: no pixels to look at)."""
+    to check. ``frames`` gives a scene's keyframes (None: no pixels to look at).
+    ``blame``, when given, counts each refusal against the term it was for (a returning
+    shot is no term's fault)."""
     own = {normalize(target.target_object.tag)} if target.target_object is not None else set()
     # On-screen text is no detector label: the looking verifier reads it on the negatives.
     named = {t for t in excluded - own if not onscreen.is_text_tag(t)}
@@ -65,41 +75,50 @@ def negative_acceptor(
         probe = None
     looked = frames is not None
     grey_shot = BLACK_AND_WHITE in excluded and looked
-    casts = sorted(colour_cast.family_of(t) for t in excluded & colour_cast.CAST_WORDS
+    colour_shot = IN_COLOUR in excluded and looked
+    casts = sorted((t, colour_cast.family_of(t)) for t in excluded & colour_cast.CAST_WORDS
                    ) if looked else []
     walk = walking.WALK_TAG in excluded and looked
     close = closeup.CLOSE_UP in excluded
-    if probe is None and setup is None and not grey_shot and not casts and not walk \
-            and not close:
+    if probe is None and setup is None and not grey_shot and not colour_shot and not casts \
+            and not walk and not close:
         return None
 
     def _frames(scene: Scene) -> Sequence[Keyframe]:
         return frames(scene) if frames is not None else ()
 
-    def accept(scene: Scene) -> bool:
-        if setup is not None and setup.same(target.scene, _frames(target.scene),
-                                            scene, _frames(scene)):
-            return False
+    def refusing_term(scene: Scene) -> str | None:
         if grey_shot and not all(clearly_in_colour(k.image) for k in _frames(scene)):
-            return False  # a viewer could take it for the black-and-white scene asked about
-        if casts and any(colour_cast.looks_like(k.image, colour)
-                         for k in _frames(scene) for colour in casts):
-            return False  # a viewer could take it for the mostly-one-colour scene asked about
+            return BLACK_AND_WHITE  # a viewer could take it for the black-and-white scene
+        if colour_shot and not all(colourless(k.image) for k in _frames(scene)):
+            return IN_COLOUR  # some colour shows: it could be the scene in colour asked about
+        for term, colour in casts:
+            if any(colour_cast.looks_like(k.image, colour) for k in _frames(scene)):
+                return term  # a viewer could take it for the mostly-one-colour scene
         if close and closeup.negative_refused(max(
                 (t.score for t in tables.view(scene).tags if t.tag == closeup.FACE_TAG),
                 default=None)):
-            return False  # a face near the camera: a viewer could take it for the close-up
+            return closeup.CLOSE_UP  # a face near the camera: it could be the close-up
         if walk:
             frames = _frames(scene)
             if walking.may_walk(tables.view(scene).objects, [k.t_s for k in frames],
                                 [k.image for k in frames]):
-                return False  # someone there may be walking, or cannot be followed
+                return walking.WALK_TAG  # someone there may be walking, or cannot be followed
         if probe is None:
-            return True
+            return None
         refusal: Refusal | None = probe.evidence(scene, target, named=named, attire=attire)
-        if refusal is not None:
-            rejected.append(RejectedNegative(target.target_id, refusal.sighting,
-                                             refusal.check))
-        return refusal is None
+        if refusal is None:
+            return None
+        rejected.append(RejectedNegative(target.target_id, refusal.sighting, refusal.check))
+        return refusal.sighting.label
+
+    def accept(scene: Scene) -> bool:
+        if setup is not None and setup.same(target.scene, _frames(target.scene),
+                                            scene, _frames(scene)):
+            return False
+        term = refusing_term(scene)
+        if term is not None and blame is not None:
+            blame[term] += 1
+        return term is None
 
     return accept

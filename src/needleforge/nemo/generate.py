@@ -15,7 +15,10 @@ For every target (:mod:`~needleforge.nemo.targets`), in a stable order:
    and "tie" of a scene description) and for the target object itself; a scene where one is seen is
    passed over (and listed in ``rejected_negatives``), so the answer never omits an appearance the
    tables missed and the verifier does not have to refuse a question whose negatives the tables got
-   wrong;
+   wrong. A scene needle whose montage the check left short is written again without the
+   term it refused most negatives for (:data:`MAX_REDESCRIBES`): "a mostly light-grey
+   scene where the text reads 'Robot'" among other grey desk shots becomes "a scene where
+   the text reads 'Robot'";
 3. let the verifier judge the written needle against the montage's own negatives. A scene
    needle refused for a term no second look confirmed is written again without it
    (:data:`MAX_REWRITES`); a needle refused because negatives show what it names is planned
@@ -43,6 +46,7 @@ through the one backend :class:`~needleforge.backends.registry.Registry`.
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import random
 from collections import deque
@@ -107,6 +111,9 @@ MAX_REWRITES = 2
 #: How many times a needle the verifier refused for what its negatives show is planned again
 #: without them (:func:`_verified`).
 MAX_REPLANS = 1
+#: How many times a scene needle whose montage the negative check left short is written again
+#: without the term it refused most candidates for (:func:`_plan_one`).
+MAX_REDESCRIBES = 2
 #: Options a factory receives from :class:`NemoParams` when it accepts them and params.yaml's
 #: ``*_options`` do not set them: one seed and one abstract list for the whole stage.
 _SHARED_OPTIONS: tuple[str, ...] = ("seed", "abstract_labels", "scene_top_tags")
@@ -338,7 +345,43 @@ def _plan_one(
     """Write ``target``'s needle, plan its montage and build the verifier's request (the
     keyframes of its negatives decoded now, in the serial order), or why it was skipped.
     ``without``: scene ids the montage may not take; ``also_common``: terms the describer
-    must leave out (it was refused for them before)."""
+    must leave out (it was refused for them before).
+
+    A scene needle whose plan the negative check left short is written again without the
+    term the check refused most candidates for, up to :data:`MAX_REDESCRIBES` times: the
+    tables said the negatives lack it, the pixels said otherwise (measured on held-out
+    footage: "someone walking" beside a marathon's ambulance, where every other shot has a
+    player or a rider on the move)."""
+    dropped: list[str] = []
+    first = len(rejected)
+    while True:
+        blame: collections.Counter[str] = collections.Counter()
+        seen: list[RejectedNegative] = []
+        step = _plan_once(target, tables, params=params, backends=backends,
+                          rejected=seen, without=without,
+                          also_common=also_common | frozenset(dropped), blame=blame)
+        # A needle written again meets the same candidates: each refusal is noted once.
+        rejected.extend(r for r in dict.fromkeys(seen) if r not in rejected[first:])
+        if not (isinstance(step, SkipRecord) and step.stage == "plan"
+                and target.needle_type == "scene" and len(dropped) < MAX_REDESCRIBES):
+            break
+        term = next((t for t, _ in sorted(blame.items(), key=lambda kv: (-kv[1], kv[0]))
+                     if t not in dropped and t not in also_common), None)
+        if term is None:
+            break
+        dropped.append(term)
+    if dropped and isinstance(step, SkipRecord):
+        return dataclasses.replace(step, reason=f"{step.reason} (written again without "
+                                                f"{', '.join(map(repr, dropped))})")
+    return step
+
+
+def _plan_once(
+    target: Target, tables: SceneTables, *, params: NemoParams, backends: _Backends,
+    rejected: list[RejectedNegative], without: frozenset[str], also_common: frozenset[str],
+    blame: collections.Counter[str],
+) -> _Planned | SkipRecord:
+    """One writing and plan of :func:`_plan_one`; ``blame`` counts the check's refusals."""
     rng = random.Random(f"nemo-plan:{params.seed}:{target.needle_type}:{target.target_id}")
     base = tables.view(target.scene)
     common = tables.common_terms(target.video_id, share=params.common_term_share)
@@ -367,7 +410,7 @@ def _plan_one(
                                   target, rejected, tables, frames=backends.frames
                                   if backends.keyframes is not None else None,
                                   probe=backends.probe, setup=backends.setup,
-                                  excluded=excluded, attire=attire))
+                                  excluded=excluded, attire=attire, blame=blame))
     if isinstance(plan, PlanSkip):
         return SkipRecord(target.target_id, target.needle_type, "plan",
                           f"{plan.reason}; negatives may hold none of {sorted(excluded)}")

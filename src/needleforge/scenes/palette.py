@@ -24,11 +24,20 @@ A **scene** is black-and-white (:data:`BLACK_AND_WHITE`, a scene tag) when every
 keyframes is colourless: one colour frame (a tinted title, a cut inside the shot) is enough
 to leave the word out. Sepia or tinted film has chroma and counts as colour; that is a
 refusal, never a wrong claim.
+
+**In colour.** In a program that holds black-and-white footage, a colour shot is told apart
+by the same glance: a scene whose every keyframe is clearly in colour
+(:func:`clearly_in_colour`, the rule a negative of a black-and-white question meets) gets
+:data:`IN_COLOUR`, but only in a video where some scene is black-and-white
+(:func:`in_colour_scenes`); everywhere else the word would tell nothing apart. Measured on
+held-out footage: a desk program of grey lab-camera shots with a webcam shot of a man in a
+T-shirt returning three times, which no detector word told apart (he is "a person", as the
+grabber's hand and a robot drawn on a postcard are too).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import numpy.typing as npt
@@ -38,13 +47,15 @@ from needleforge.scenes.frame_memo import kept_per_frame
 
 #: The scene tag a black-and-white shot gets (a term of the tables, named in questions).
 BLACK_AND_WHITE = "black-and-white"
+#: The scene tag a colour shot gets in a video that also holds black-and-white ones.
+IN_COLOUR = "in colour"
 #: Whole-shot words measured on pixels that describers may name ("a black-and-white scene",
 #: "a mostly orange scene") and verifiers confirm by measuring again: this module's and the
 #: colour casts of :mod:`needleforge.scenes.colour_cast`.
-SHOT_WORDS: frozenset[str] = frozenset({BLACK_AND_WHITE}) | CAST_WORDS
+SHOT_WORDS: frozenset[str] = frozenset({BLACK_AND_WHITE, IN_COLOUR}) | CAST_WORDS
 #: Recorded as the tag's backend and version; bumped when the measure changes.
 MEASURE_NAME = "measure-palette"
-MEASURE_VERSION = "1"
+MEASURE_VERSION = "2"
 #: 99th-percentile chroma under which a frame has no colour (see the module doc).
 MAX_CHROMA = 0.05
 #: 99th-percentile chroma every frame of a negative of a black-and-white question must reach:
@@ -124,3 +135,18 @@ def shot_words(images: Sequence[npt.NDArray[np.uint8]]) -> list[str]:
     if images and all(black_and_white(image) for image in images):
         return [BLACK_AND_WHITE]
     return []
+
+
+def in_colour_scenes(shots: Mapping[str, tuple[Sequence[str], bool]]) -> list[str]:
+    """The scenes of one video that get :data:`IN_COLOUR`, from each scene's
+    ``(tags, shows colour)`` by scene id (:func:`shot_words` among the tags,
+    :func:`shows_colour`): those that show colour, when some scene is black-and-white; none
+    otherwise."""
+    if not any(BLACK_AND_WHITE in words for words, _ in shots.values()):
+        return []
+    return [scene_id for scene_id, (_, colour) in shots.items() if colour]
+
+
+def shows_colour(images: Sequence[npt.NDArray[np.uint8]]) -> bool:
+    """Whether every one of a scene's keyframes is clearly in colour (none: False)."""
+    return bool(images) and all(clearly_in_colour(image) for image in images)

@@ -48,7 +48,14 @@ from needleforge.scenes import (
     walking,
 )
 from needleforge.scenes.bodies import BODY_TAG, body_share
-from needleforge.scenes.palette import MEASURE_NAME, MEASURE_VERSION, shot_words
+from needleforge.scenes.palette import (
+    IN_COLOUR,
+    MEASURE_NAME,
+    MEASURE_VERSION,
+    in_colour_scenes,
+    shot_words,
+    shows_colour,
+)
 from needleforge.scenes.subtitles import Cue
 
 #: Keyframes of a scene with a person track that the pose model looks at for a close-up.
@@ -189,8 +196,9 @@ def _represent_objects(
     path: Path, scenes: Sequence[Scene], *, scene_params: SceneParams,
     object_params: ObjectParams, models: Models,
 ) -> tuple[list[SceneTag], list[ObjectTrack], str | None]:
-    tags: list[SceneTag] = []
+    tags: dict[str, list[SceneTag]] = {}
     objects: list[ObjectTrack] = []
+    shots: dict[str, tuple[list[str], bool]] = {}
     sampler = sample_keyframes(
         path, scenes, fps=scene_params.keyframe_fps,
         max_per_scene=scene_params.keyframe_max_per_scene,
@@ -200,15 +208,20 @@ def _represent_objects(
     try:
         for scene_id, frames in _by_scene(sampler):
             start_s, end_s = bounds[scene_id]
-            scene_tags_, scene_objects = _represent_scene(
+            tags[scene_id], scene_objects = _represent_scene(
                 scene_id, frames, start_s=start_s, end_s=end_s, params=object_params,
                 models=models,
             )
-            tags += scene_tags_
             objects += scene_objects
+            shots[scene_id] = ([t.tag for t in tags[scene_id]],
+                               shows_colour([f.image for f in frames]))
     finally:
         sampler.close()
-    return tags, objects, sampler.decode_error
+    # A colour shot among black-and-white ones: told apart at a glance (scenes.palette).
+    for scene_id in in_colour_scenes(shots):
+        tags[scene_id].append(SceneTag(scene_id, IN_COLOUR, 1.0, MEASURE_NAME, MEASURE_VERSION))
+    return [t for scene_tags_ in tags.values() for t in scene_tags_], objects, \
+        sampler.decode_error
 
 
 def _by_scene(keyframes: Iterable[Keyframe]) -> Iterator[tuple[str, list[Keyframe]]]:

@@ -11,6 +11,8 @@ from needleforge.backends.embedded import confirm as c
 from needleforge.backends.writing import SceneView
 from needleforge.scenes import closeup, colour_cast
 from needleforge.scenes.palette import (
+    BLACK_AND_WHITE,
+    IN_COLOUR,
     MAX_CHROMA,
     NEGATIVE_MIN_CHROMA,
     NEGATIVE_MIN_COLOURFUL,
@@ -19,6 +21,7 @@ from needleforge.scenes.palette import (
     chroma_p99,
     clearly_in_colour,
     colourful_share,
+    colourless,
 )
 
 #: A frame's 17 body keypoints, ``(y, x, score)`` (:meth:`.pose.EmbeddedPose.keypoints`).
@@ -74,6 +77,8 @@ def palette(term: str, frames: Sequence[Keyframe]) -> c.Confirmation:
     colour cast when every one of them is mostly that colour (:func:`_cast`)."""
     if term in colour_cast.CAST_WORDS:
         return _cast(term, frames)
+    if term == IN_COLOUR:
+        return _in_colour(frames)
     scores = tuple(chroma_p99(k.image) for k in frames)
     times = tuple(k.t_s for k in frames)
     held = bool(scores) and all(black_and_white(k.image) for k in frames)
@@ -81,6 +86,19 @@ def palette(term: str, frames: Sequence[Keyframe]) -> c.Confirmation:
     return c.Confirmation("confirmed" if held else "refused", "measure-palette", term, times,
                           scores, f"99th-percentile chroma {shown} on {len(scores)} frames "
                           f"(colourless under {MAX_CHROMA}, with contrast)")
+
+
+def _in_colour(frames: Sequence[Keyframe]) -> c.Confirmation:
+    """``measure-palette``: "a scene in colour" holds when every frame the writer did not use
+    is clearly in colour (:func:`needleforge.scenes.palette.clearly_in_colour`)."""
+    scores = tuple(colourful_share(k.image) for k in frames)
+    held = bool(scores) and all(clearly_in_colour(k.image) for k in frames)
+    shown = ", ".join(f"{v:.2f}" for v in scores)
+    return c.Confirmation("confirmed" if held else "refused", "measure-palette", IN_COLOUR,
+                          tuple(k.t_s for k in frames), scores,
+                          f"coloured pixels {shown} on {len(scores)} frames (clearly in colour "
+                          f"at >= {NEGATIVE_MIN_COLOURFUL} and 99th-percentile chroma >= "
+                          f"{NEGATIVE_MIN_CHROMA})")
 
 
 def _cast(term: str, frames: Sequence[Keyframe]) -> c.Confirmation:
@@ -114,7 +132,8 @@ def negative_palette(negative: SceneView, claims: Sequence[tuple[str, int]]) -> 
     """A negative with a frame not clearly in colour (:func:`clearly_in_colour`),
     when the question claims a black-and-white scene: the tables' word needs every keyframe
     grey, a viewer needs only one nearly grey moment; one with a frame that looks the colour
-    a claimed cast names (:func:`_negative_cast`)."""
+    a claimed cast names (:func:`_negative_cast`); when it claims a scene in colour, one with
+    a frame that shows any colour (:func:`colourless` fails on it)."""
     if not any(term in SHOT_WORDS for term, _ in claims):
         return None
     if not negative.keyframes:
@@ -124,7 +143,14 @@ def negative_palette(negative: SceneView, claims: Sequence[tuple[str, int]]) -> 
             refusal = _negative_cast(negative, colour_cast.family_of(term))
             if refusal is not None:
                 return refusal
-    if not any(term in SHOT_WORDS - colour_cast.CAST_WORDS for term, _ in claims):
+    if any(term == IN_COLOUR for term, _ in claims):
+        for frame in negative.keyframes:
+            if not colourless(frame.image):
+                return (f"refused by negative-palette: negative {negative.scene.scene_id} "
+                        f"shows colour at t={frame.t_s:.2f} s (99th-percentile chroma "
+                        f"{chroma_p99(frame.image):.3f}; a negative of a scene in colour "
+                        f"stays under {MAX_CHROMA})")
+    if not any(term == BLACK_AND_WHITE for term, _ in claims):
         return None
     for frame in negative.keyframes:
         if not clearly_in_colour(frame.image):

@@ -85,7 +85,7 @@ from needleforge.records.phrases import (
 )
 from needleforge.scenes import closeup, onscreen
 from needleforge.scenes.bodies import BODY_TAG
-from needleforge.scenes.palette import SHOT_WORDS
+from needleforge.scenes.palette import IN_COLOUR, SHOT_WORDS
 from needleforge.scenes.walking import WALK_TAG
 
 #: Tags measured on people that the writer names in its own words, or never.
@@ -392,7 +392,9 @@ class EmbeddedDescriber:
         labels = view.as_scene_view().labels
         ranked = [t for t in ranked_tags(view.tags) if t not in view.common_terms]
         # Whole-shot words a measure gave ("black-and-white"): they say what kind of scene.
-        shot_words = sorted(t for t in ranked if t in SHOT_WORDS)
+        # "In colour" only when nothing else tells the scene apart (below): beside anything
+        # else it says nothing a viewer needs.
+        shot_words = sorted(t for t in ranked if t in SHOT_WORDS and t != IN_COLOUR)
         shot = f"a {', '.join(shot_words)} scene" if shot_words else "a scene"
         tags = [t for t in ranked if t not in labels and t not in SHOT_WORDS
                 and t not in _MEASURED_PEOPLE and not onscreen.is_text_tag(t)
@@ -414,6 +416,8 @@ class EmbeddedDescriber:
             clause = f"{shot} tagged {join_words(tags)}"
         elif shot != "a scene":
             clause = shot
+        elif IN_COLOUR in ranked:
+            clause = f"a scene {IN_COLOUR}"
         else:
             return Skip(f"scene {view.scene.scene_id}: nothing to describe that holds up and "
                         f"tells it apart (common in its video: "
