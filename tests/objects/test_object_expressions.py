@@ -93,6 +93,11 @@ def test_empty_attributes_are_never_used() -> None:
     assert referring_expressions(tracks) == ["the cat on the left", "the cat on the right"]
     same = [ref("cat", colour="", position="", start_s=1.0), ref("cat", colour="", position="")]
     assert referring_expressions(same) == ["the cat (one of two alike)"] * 2
+    # A person whose clothes were not measured, beside a person in black at the same place:
+    # untellable, and one of two (held-out footage read "one of one alike").
+    pair = [ref("person", colour="", position="centre"), ref("person", "black", "centre")]
+    assert referring_expressions(pair) == [
+        "the person in the centre (one of two alike)", "the person in black"]
 
 
 @pytest.mark.parametrize("label", sorted(PERSON_WORDS))

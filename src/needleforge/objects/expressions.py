@@ -140,8 +140,10 @@ def _untellable_phrase(i: int, same: Sequence[int], tracks: Sequence[Referent]) 
     """"the white cat on the left (one of two alike)": no attribute tells it apart, and an
     ordinal ("the second of the three") is nothing a viewer of a montage can resolve."""
     me = tracks[i]
-    group = [j for j in same
-             if all(_value(tracks[j], a) == _value(me, a) for a in ("colour", "position"))]
+    # An attribute it lacks separates nothing: a person in the centre whose clothes were not
+    # measured is one of two alike beside a person in black in the centre, never "one of one".
+    group = [j for j in same if all(_value(tracks[j], a) == _value(me, a) or not _value(me, a)
+                                    for a in ("colour", "position"))]
     base = _phrase(label=clean_label(me.tag), colour=str(_value(me, "colour")),
                    position=str(_value(me, "position")))
     return f"{base}{UNTELLABLE_MARK}{number_word(len(group))} alike)"
