@@ -23,22 +23,30 @@ and the verifier refusing >= 80 % of the invalid questions and <= 10 % of the va
 
 The verdict file holds the questions of the corpus seeds 0, 1 and 2, the default ``--seeds``;
 the figures pool them. Run: ``python benchmarks/realfootage.py --out /tmp/nf-real [--sheets]``
-(about 5 min a seed on 2 cores; ``--sheets`` also draws the contact sheets into
+(about 15 min a seed on 2 cores; ``--sheets`` also draws the contact sheets into
 ``OUT/seed<N>/review``).
+
+The verdicts are keyed to the programs' bytes, and those follow the encoder: the same x264
+settings give other bytes under another ffmpeg build. So unless ``$NEEDLEFORGE_FFMPEG`` names
+one, the script runs the ffmpeg bundled with imageio-ffmpeg (the one the verdicts were made
+with, whatever ``PATH`` holds: Debian's 5.1 on a CI machine would leave every verdict stale).
 """
 
 from __future__ import annotations
 
 import argparse
 import collections
+import os
 import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import imageio_ffmpeg
 import yaml
 
 from needleforge.ingest import ingest
+from needleforge.media.ffmpeg import ENV_VAR, find_ffmpeg
 from needleforge.params import Params, parse_params
 from needleforge.records import Montage, ObjectTrack, Verification
 from needleforge.records.phrases import PERSON_WORDS, is_person
@@ -204,9 +212,18 @@ def main() -> None:
                              "goals are judged at the defaults")
     args = parser.parse_args()
     params = overridden(args.overrides)  # the defaults: what a user gets without params
+    pin_encoder()
     dbs = [run_seed(args.out / f"seed{seed}", params, seed=seed, sheets=args.sheets,
                     cost=args.cost) for seed in args.seeds]
     judged(dbs, args.verdicts)
+
+
+def pin_encoder() -> None:
+    """Run the bundled ffmpeg unless ``$NEEDLEFORGE_FFMPEG`` names one (module docstring)."""
+    os.environ.setdefault(ENV_VAR, imageio_ffmpeg.get_ffmpeg_exe())
+    choice = find_ffmpeg()
+    print(f"ffmpeg: {choice.path} ({choice.version}, {choice.source}; the verdicts' keys "
+          "hold for programs encoded by the bundled one)")
 
 
 def overridden(overrides: Sequence[str]) -> Params:
