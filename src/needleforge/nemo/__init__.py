@@ -23,6 +23,7 @@ nothing and loads no model.
 from __future__ import annotations
 
 from needleforge.nemo.acceptor import RejectedNegative
+from needleforge.nemo.backend_choice import build_backends
 from needleforge.nemo.checks.build import build_probe, scan_scenes
 from needleforge.nemo.checks.negative_probe import NegativeProbe, ProbeCost
 from needleforge.nemo.checks.negative_scan import TiledProbe
@@ -31,7 +32,6 @@ from needleforge.nemo.generate import (
     GenerationResult,
     KeyframeSource,
     SkipRecord,
-    build_backends,
     generate,
 )
 from needleforge.nemo.negatives import excluded_terms, select_negatives

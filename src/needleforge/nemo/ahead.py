@@ -36,7 +36,11 @@ import threading
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
+
+if TYPE_CHECKING:
+    from needleforge.backends.embedded.eyes import Submit
+    from needleforge.backends.writing import VerifyRequest
 
 M = TypeVar("M")
 R = TypeVar("R")
@@ -135,3 +139,17 @@ class Workers:
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
         self.close()
+
+
+@runtime_checkable
+class LooksAhead(Protocol):
+    """A verifier that can have the looking for a request done ahead on worker threads
+    (:class:`~needleforge.backends.embedded.verifier.LookingVerifier`)."""
+
+    def look_ahead(self, request: VerifyRequest, submit: Submit) -> int:
+        """Queue the work :meth:`Verifier.verify` will need for ``request``."""
+        ...
+
+    def drop_ahead(self) -> int:
+        """Forget queued work no verdict asked for."""
+        ...

@@ -40,8 +40,9 @@ target draws from its own ``random.Random`` seeded by the stage seed and its id,
 or removing a video does not change the other targets' plans. Nothing here writes the store:
 the CLI/flow passes the result to ``Store.record_generation``.
 
-:func:`build_backends` turns the ``nemo`` params section into the describer and verifier,
-through the one backend :class:`~needleforge.backends.registry.Registry`.
+:func:`~needleforge.nemo.backend_choice.build_backends` turns the ``nemo`` params section into
+the describer and verifier, through the one backend
+:class:`~needleforge.backends.registry.Registry`.
 """
 
 from __future__ import annotations
@@ -50,11 +51,10 @@ import collections
 import dataclasses
 import random
 from collections import deque
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias, TypeVar, runtime_checkable
+from collections.abc import Callable, Iterable, Sequence
+from typing import Literal, TypeAlias, TypeVar
 
 from needleforge.backends.base import Keyframe
-from needleforge.backends.registry import Registry
 from needleforge.backends.writing import (
     Describer,
     SceneView,
@@ -66,11 +66,16 @@ from needleforge.backends.writing import (
 )
 from needleforge.errors import NemoError
 from needleforge.nemo.acceptor import RejectedNegative, negative_acceptor
-from needleforge.nemo.ahead import Workers, default_workers
+from needleforge.nemo.ahead import LooksAhead, Workers, default_workers
 from needleforge.nemo.checks.negative_probe import NegativeProbe
 from needleforge.nemo.checks.negative_scan import TiledProbe
 from needleforge.nemo.checks.same_setup import SetupMatcher
-from needleforge.nemo.negatives import crowded_terms, excluded_terms, select_negatives
+from needleforge.nemo.negatives import (
+    crowded_terms,
+    drawable_scenes,
+    excluded_terms,
+    select_negatives,
+)
 from needleforge.nemo.plan import PlanSkip, plan_short_montage, question_id_for
 from needleforge.nemo.tables import SceneTables, index_tables
 from needleforge.nemo.targets import Target, select_targets
@@ -90,9 +95,6 @@ from needleforge.records.attire import described_attire
 from needleforge.records.phrases import normalize
 from needleforge.runtime.progress import OnCount, Steps
 from needleforge.scenes.walking import MOTION_GAP_S, WALK_TAG
-
-if TYPE_CHECKING:
-    from needleforge.backends.embedded.eyes import Submit
 
 #: Decodes a scene's keyframes (with their times) for backends that look at pixels; None =
 #: tables only. It is called for the target and every negative of each montage, so a scene
@@ -114,9 +116,6 @@ MAX_REPLANS = 1
 #: How many times a scene needle whose montage the negative check left short is written again
 #: without the term it refused most candidates for (:func:`_plan_one`).
 MAX_REDESCRIBES = 2
-#: Options a factory receives from :class:`NemoParams` when it accepts them and params.yaml's
-#: ``*_options`` do not set them: one seed and one abstract list for the whole stage.
-_SHARED_OPTIONS: tuple[str, ...] = ("seed", "abstract_labels", "scene_top_tags")
 _T = TypeVar("_T")
 
 
@@ -198,20 +197,6 @@ class _Planner:
              also_common: frozenset[str] = frozenset()) -> _Planned | SkipRecord:
         return _plan_one(target, self.tables, params=self.params, backends=self.backends,
                          rejected=self.rejected, without=without, also_common=also_common)
-
-
-@runtime_checkable
-class LooksAhead(Protocol):
-    """A verifier that can have the looking for a request done ahead on worker threads
-    (:class:`~needleforge.backends.embedded.verifier.LookingVerifier`)."""
-
-    def look_ahead(self, request: VerifyRequest, submit: Submit) -> int:
-        """Queue the work :meth:`Verifier.verify` will need for ``request``."""
-        ...
-
-    def drop_ahead(self) -> int:
-        """Forget queued work no verdict asked for."""
-        ...
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -325,16 +310,6 @@ def _generate_ahead(
             backends.probe.drop_ahead()
         if looker is not None:
             looker.drop_ahead()
-
-
-def drawable_scenes(targets: Sequence[Target], tables: SceneTables, *,
-                    params: NemoParams) -> list[Scene]:
-    """Every scene a montage of ``targets`` may take as a negative (and so the probe may
-    scan): those at least ``min_negative_s`` long of the targets' videos, by video in target
-    order, then by scene index (the order planning goes)."""
-    videos = dict.fromkeys(t.video_id for t in targets)
-    return [scene for video_id in videos for scene in tables.scenes_by_video[video_id]
-            if scene.duration_s + 1e-9 >= params.min_negative_s]
 
 
 def _plan_one(
@@ -511,31 +486,3 @@ def _negative_views(
             base = tables.view(tables.scenes_by_id[segment.scene_id])
             views.append(dataclasses.replace(base, keyframes=backends.frames(base.scene)))
     return tuple(views)
-
-
-def build_backends(params: NemoParams, *, registry: Registry) -> tuple[Describer, Verifier]:
-    """The describer and verifier ``params`` name, built with their options.
-
-    A factory that accepts ``seed``, ``abstract_labels`` or ``scene_top_tags`` gets the
-    stage's values unless its options set them, so templates follow the stage seed and a
-    model writer skips the same abstract labels as the embedded one.
-
-    Raises:
-        BackendError: an unknown backend name, bad options, or whatever the backend's
-            constructor raises (a missing model folder, a malformed URL).
-    """
-    describer = registry.create("describer", params.describer, **_merged(
-        registry, "describer", params.describer, params.describer_options, params=params))
-    verifier = registry.create("verifier", params.verifier, **_merged(
-        registry, "verifier", params.verifier, params.verifier_options, params=params))
-    return describer, verifier
-
-
-def _merged(
-    registry: Registry, family: Literal["describer", "verifier"], name: str,
-    options: Mapping[str, Any], *, params: NemoParams,
-) -> dict[str, Any]:
-    shared: dict[str, Any] = {"seed": params.seed, "abstract_labels": params.abstract_labels,
-                              "scene_top_tags": params.scene_top_tags}
-    accepted = set(registry.accepts(family, name))
-    return {k: shared[k] for k in _SHARED_OPTIONS if k in accepted} | dict(options)

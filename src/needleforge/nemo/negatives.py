@@ -164,3 +164,13 @@ def _fills(scenes: Sequence[Scene], target_s: float, *, params: NemoParams) -> b
     """Whether ``scenes`` could fill a short montage beside a target of ``target_s``."""
     return (len(scenes) >= params.min_negatives
             and target_s + sum(s.duration_s for s in scenes) + _EPS >= params.short_min_s)
+
+
+def drawable_scenes(targets: Sequence[Target], tables: SceneTables, *,
+                    params: NemoParams) -> list[Scene]:
+    """Every scene a montage of ``targets`` may take as a negative (and so the probe may
+    scan): those at least ``min_negative_s`` long of the targets' videos, by video in target
+    order, then by scene index (the order planning goes)."""
+    videos = dict.fromkeys(t.video_id for t in targets)
+    return [scene for video_id in videos for scene in tables.scenes_by_video[video_id]
+            if scene.duration_s + 1e-9 >= params.min_negative_s]
