@@ -21,8 +21,8 @@ class _SeesEverywhere:
     """A probe that sees each of ``labels`` in every scene it is asked about (a detector
     finding what no tag recorded); counts what it was asked."""
 
-    def __init__(self, *labels: str) -> None:
-        self.labels, self.asked = labels, 0
+    def __init__(self, *labels: str, dressed: str = "") -> None:
+        self.labels, self.asked, self.dressed = labels, 0, dressed
 
     def evidence(self, scene: Scene, target: Target, *, named: Collection[str] = (),
                  attire: Mapping[str, str] | None = None) -> Refusal | None:
@@ -30,7 +30,8 @@ class _SeesEverywhere:
         seen = sorted(set(named) & set(self.labels))
         if not seen:
             return None
-        return Refusal("label", Sighting(scene.scene_id, seen[0], 0.9, scene.start_s,
+        label = f"{seen[0]}~{self.dressed}" if self.dressed else seen[0]
+        return Refusal("label", Sighting(scene.scene_id, label, 0.9, scene.start_s,
                                          Box(0.1, 0.1, 0.2, 0.2)))
 
 
@@ -95,3 +96,11 @@ def test_a_check_that_refuses_nothing_writes_once() -> None:
     [question] = [q for q in result.questions if q.target_scene_id == scenes[0].scene_id]
     assert "car" in question.description and "dog" in question.description
     assert describer.written == 6
+
+
+def test_a_sighting_by_clothes_is_blamed_on_its_word() -> None:
+    """The probe labels a person seen by clothes "person~black"; the word left out is the
+    label's, so the needle is written without it as with a plain sighting."""
+    scenes, result = _run(_SeesEverywhere("dog", dressed="black"), "car", "dog")
+    [question] = [q for q in result.questions if q.target_scene_id == scenes[0].scene_id]
+    assert "car" in question.description and "dog" not in question.description.lower()

@@ -10,7 +10,7 @@ question names (:mod:`~needleforge.nemo.checks.negative_scan`).
 
 Each refusal can be laid at one term's door (``blame``): the term whose check refused the
 scene. A scene needle whose montage could not be filled is then written again without the
-most blamed term (:func:`~needleforge.nemo.generate`), as the tables' crowded terms are left
+most blamed term (:mod:`~needleforge.nemo.generate`), as the tables' crowded terms are left
 out before the first writing: what the negatives at hand show, the description does not name.
 """
 
@@ -27,6 +27,7 @@ from needleforge.nemo.checks.same_setup import SetupMatcher
 from needleforge.nemo.tables import SceneTables
 from needleforge.nemo.targets import Target
 from needleforge.records import Scene, Sighting
+from needleforge.records.attire import SIGHTING_SEPARATOR
 from needleforge.records.phrases import normalize
 from needleforge.scenes import closeup, colour_cast, onscreen, walking
 from needleforge.scenes.palette import BLACK_AND_WHITE, IN_COLOUR, clearly_in_colour, colourless
@@ -110,7 +111,8 @@ def negative_acceptor(
         if refusal is None:
             return None
         rejected.append(RejectedNegative(target.target_id, refusal.sighting, refusal.check))
-        return refusal.sighting.label
+        # A person sighting by clothes ("person~black") is blamed on the word ("person").
+        return refusal.sighting.label.split(SIGHTING_SEPARATOR)[0]
 
     def accept(scene: Scene) -> bool:
         if setup is not None and setup.same(target.scene, _frames(target.scene),
