@@ -20,7 +20,7 @@ import cv2
 import numpy as np
 import pytest
 
-from needleforge.backends.base import Keyframe
+from needleforge.backends.base import FloatArray, Keyframe
 from needleforge.backends.embedded import confirm as c
 from needleforge.backends.embedded.crop_classes import (
     IMAGENET_CLASSES,
@@ -148,7 +148,7 @@ def _crop_mass(label: str, mass: float) -> c.Confirmation:
     """confirm_crop on three frames whose every crop gives ``label``'s classes ``mass``."""
     indices = {"bird": np.arange(10, 20), "tie": np.array([30])}
 
-    def probabilities(_: object) -> c.FloatArray:
+    def probabilities(_: object) -> FloatArray:
         probs = np.full(1000, (1.0 - mass) / 990)
         probs[indices[label]] = mass / len(indices[label])
         return probs

@@ -26,6 +26,8 @@ from needleforge.records import Detection, TagScore
 
 #: An RGB frame: ``uint8`` array of shape ``(height, width, 3)``.
 RGBImage: TypeAlias = npt.NDArray[np.uint8]
+#: Scores, probabilities, keypoints: float64 arrays.
+FloatArray: TypeAlias = npt.NDArray[np.float64]
 
 
 @dataclasses.dataclass(frozen=True, slots=True, eq=False)

@@ -12,6 +12,8 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any, Literal, TypeAlias
 
+from needleforge.evaluate.intervals import Interval
+
 IssueKind: TypeAlias = Literal["missing", "unparsed", "refused"]
 Breakdown: TypeAlias = Mapping[str, Mapping[str, Any]]
 _SHOWN_ISSUES = 10
@@ -35,9 +37,6 @@ class Coverage:
     def refusal_rate(self) -> float:
         """Refused / total, as in NeMo's Table 11."""
         return self.refused / self.total if self.total else 0.0
-
-
-Interval: TypeAlias = tuple[float, float]
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

@@ -52,7 +52,6 @@ from needleforge.nemo.checks.negative_scan import TiledProbe
 from needleforge.nemo.grow import (
     GroupSkip,
     Lane,
-    Needles,
     PlanContext,
     candidate_negatives,
     may_fill,
@@ -69,6 +68,7 @@ from needleforge.nemo.plan import question_id_for
 from needleforge.nemo.pool import ScenePool, TermIndex
 from needleforge.nemo.recheck import recheck
 from needleforge.nemo.sources import Source, find_sources
+from needleforge.nemo.stats import Needles
 from needleforge.nemo.tables import index_tables
 from needleforge.params import CellCaps, ExpandParams, NemoParams
 from needleforge.records import (

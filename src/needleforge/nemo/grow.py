@@ -31,16 +31,15 @@ import dataclasses
 import itertools
 import random
 from collections.abc import Iterator, Sequence
-from typing import Literal, TypeAlias
 
 from needleforge.nemo.checks.negative_scan import KnowsLabels, NegativeProbe
 from needleforge.nemo.multi import ScenePiece, draw_piece_count, interleave, split_span, tile
 from needleforge.nemo.plan import content_digest
 from needleforge.nemo.pool import ScenePool, TermIndex, lazy_shuffle
 from needleforge.nemo.sources import Source
+from needleforge.nemo.stats import Needles
 from needleforge.records import Bucket, Montage, Scene, Segment, bucket_for
 
-Needles: TypeAlias = Literal["single", "multi"]
 _EPS = 1e-9
 
 

@@ -33,12 +33,12 @@ import itertools
 import math
 import random
 from collections.abc import Callable, Sequence
-from typing import TypeAlias, TypeVar
+from typing import TypeVar
 
 from needleforge.records import Role, Scene, Segment
+from needleforge.records.questions import Span
 
 #: ``(start_s, end_s)`` in source seconds.
-Span: TypeAlias = tuple[float, float]
 _T = TypeVar("_T")
 #: Slack for float seconds compared against whole-second thresholds.
 _EPS = 1e-9

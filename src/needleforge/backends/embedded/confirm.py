@@ -62,13 +62,12 @@ from typing import Literal
 import numpy as np
 import numpy.typing as npt
 
-from needleforge.backends.base import Keyframe, RGBImage
+from needleforge.backends.base import FloatArray, Keyframe, RGBImage
 from needleforge.backends.embedded.crop_classes import IMAGENET_SPANS
 from needleforge.records import Box, Detection, ObjectTrack
 from needleforge.records.phrases import normalize
 
 Outcome = Literal["confirmed", "refused", "cannot-tell"]
-FloatArray = npt.NDArray[np.float64]
 #: A second look at one detection on its frame (e.g. a pose check on a "person" box).
 Check = Callable[[Keyframe, Detection], bool]
 

@@ -31,7 +31,7 @@ from typing import Protocol, TypeVar, get_args
 import numpy as np
 import numpy.typing as npt
 
-from needleforge.backends.base import Keyframe, RGBImage
+from needleforge.backends.base import FloatArray, Keyframe, RGBImage
 from needleforge.backends.embedded import confirm as c
 from needleforge.backends.embedded.crop_classes import crop_class_indices
 from needleforge.backends.embedded.detector import EmbeddedDetector
@@ -114,7 +114,7 @@ class Eyes:
                                 *IMAGENET_COARSE)
         return holds(self._vocabulary, term)
 
-    def probabilities(self, image: RGBImage) -> c.FloatArray:
+    def probabilities(self, image: RGBImage) -> FloatArray:
         return self._tagger_model().probabilities(image)
 
     def _pose_model(self) -> EmbeddedPose:
@@ -122,11 +122,11 @@ class Eyes:
             self._pose = EmbeddedPose(num_threads=self._threads, models_dir=self._models_dir)
         return self._pose
 
-    def keypoints(self, image: RGBImage) -> c.FloatArray:
+    def keypoints(self, image: RGBImage) -> FloatArray:
         """The 17 keypoint scores of the most prominent person in ``image``."""
         return self._pose_model().keypoint_scores(image)
 
-    def pose_points(self, image: RGBImage) -> c.FloatArray:
+    def pose_points(self, image: RGBImage) -> FloatArray:
         """The 17 keypoints, ``(y, x, score)`` in ``image``'s own normalised coordinates."""
         return self._pose_model().keypoints(image)
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from needleforge.backends.base import Keyframe, RGBImage
+from needleforge.backends.base import FloatArray, Keyframe, RGBImage
 from needleforge.backends.embedded import confirm as c
 from needleforge.backends.writing import SceneView
 from needleforge.scenes import closeup, colour_cast
@@ -25,7 +25,7 @@ from needleforge.scenes.palette import (
 )
 
 #: A frame's 17 body keypoints, ``(y, x, score)`` (:meth:`.pose.EmbeddedPose.keypoints`).
-Points = Callable[[RGBImage], c.FloatArray]
+Points = Callable[[RGBImage], FloatArray]
 #: The whole-shot words these checks measure.
 WORDS = SHOT_WORDS | {closeup.CLOSE_UP}
 

@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from needleforge.backends.base import RGBImage, ensure_rgb
+from needleforge.backends.base import FloatArray, RGBImage, ensure_rgb
 from needleforge.backends.embedded.labels import IMAGENET_COARSE, readable_imagenet_label
 from needleforge.backends.embedded.model_files import (
     OPENPIBO_DISTRIBUTION,
@@ -45,7 +45,6 @@ from needleforge.records import TagScore
 MODEL_FILE = "efficientnet_lite3.tflite"
 LABELS_FILE = "efficientnet_labels.txt"
 
-FloatArray = npt.NDArray[np.float64]
 
 
 class EmbeddedTagger:

@@ -21,10 +21,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import numpy.typing as npt
 from PIL import Image
 
-from needleforge.backends.base import RGBImage, ensure_rgb
+from needleforge.backends.base import FloatArray, RGBImage, ensure_rgb
 from needleforge.backends.embedded.labels import readable_imagenet_label
 from needleforge.backends.embedded.tagger import rank_tags
 from needleforge.backends.hf.model_dir import backend_name, model_version, require_model_dir
@@ -32,7 +31,6 @@ from needleforge.backends.local_files import check_device
 from needleforge.errors import BackendError
 from needleforge.records import TagScore
 
-FloatArray = npt.NDArray[np.float64]
 MULTI_LABEL = "multi_label_classification"
 
 

@@ -54,10 +54,7 @@ from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from concurrent.futures import Future
 from types import TracebackType
 
-import numpy as np
-import numpy.typing as npt
-
-from needleforge.backends.base import Detector, Keyframe, RGBImage
+from needleforge.backends.base import Detector, FloatArray, Keyframe, RGBImage
 from needleforge.backends.embedded.confirm import NEGATIVE_POSE_MIN_KEYPOINTS, POSE_MIN_KEYPOINT
 from needleforge.nemo.ahead import Workers
 from needleforge.nemo.checks.change_gate import SPEC as GATE_SPEC
@@ -75,7 +72,6 @@ from needleforge.records import Box, Detection, ObjectTrack, Scene, SceneScan, S
 from needleforge.records.attire import UNKNOWN, could_be, sighting_label, split_sighting_label
 from needleforge.records.phrases import holds, is_person, normalize
 
-FloatArray = npt.NDArray[np.float64]
 #: A whole frame showing a body pose is a person: the looking verifier's thresholds, so the
 #: probe swaps out exactly the negatives the verifier would refuse a question for.
 POSE_MIN_SCORE = POSE_MIN_KEYPOINT
