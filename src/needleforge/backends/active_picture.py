@@ -82,7 +82,8 @@ def active_picture(image: RGBImage) -> Picture | None:
     """
     rgb = ensure_rgb(image)
     height, width = rgb.shape[:2]
-    lit = rgb.max(axis=2) > DARK
+    # channel by channel: numpy's max(axis=2) over three values is ~10x slower
+    lit = np.maximum(np.maximum(rgb[..., 0], rgb[..., 1]), rgb[..., 2]) > DARK
     rows = lit.mean(axis=1) > MAX_LIT_SHARE
     cols = lit.mean(axis=0) > MAX_LIT_SHARE
     if not rows.any() and not cols.any():
