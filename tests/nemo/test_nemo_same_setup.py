@@ -69,6 +69,27 @@ def test_a_pair_is_matched_once(monkeypatch: pytest.MonkeyPatch) -> None:
     assert matcher.score(b, frames, a, frames) >= MIN_INLIERS and len(calls) == 2 * matched
 
 
+PAIRS = [("statement", "statement"), ("lego", "lego"), ("tree", "tree"),
+         ("statement", "lego"), ("statement", "face"), ("lego", "coin"), ("tree", "pedestrians")]
+
+
+@pytest.mark.parametrize(("a", "b"), PAIRS)
+def test_same_says_what_score_says(a: str, b: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    first, later = _frames(a, start=0, most=2), _frames(b, start=2, most=2)
+    expected = _score(first, later) >= MIN_INLIERS
+    matcher = SetupMatcher()
+    fits: list[int] = []
+    fit = matcher._cv2.findHomography
+    monkeypatch.setattr(matcher, "_cv2", type("cv2", (), {
+        "findHomography": staticmethod(lambda *args: fits.append(1) or fit(*args)),
+        "RANSAC": matcher._cv2.RANSAC, "cvtColor": matcher._cv2.cvtColor,
+        "COLOR_RGB2GRAY": matcher._cv2.COLOR_RGB2GRAY}))
+    assert matcher.same(make_scene(0, 0, 3), first, make_scene(1, 3, 6), later) is expected
+    # The same set-up stops at its first matching pair; other set-ups fit nothing (too few
+    # matches to reach the threshold), where score fits every pair with a handful of matches.
+    assert len(fits) == (1 if expected else 0)
+
+
 def test_bad_options_are_refused() -> None:
     with pytest.raises(ValueError, match="min_inliers = 0"):
         SetupMatcher(min_inliers=0)

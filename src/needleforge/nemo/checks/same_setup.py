@@ -72,11 +72,22 @@ class SetupMatcher:
         self._cache: OrderedDict[str, list[Features]] = OrderedDict()
         self._max_cached = max_cached
         self._scores: dict[tuple[str, str], int] = {}
+        self._same: dict[tuple[str, str], bool] = {}
 
     def same(self, a: Scene, a_frames: Sequence[Keyframe], b: Scene,
              b_frames: Sequence[Keyframe]) -> bool:
-        """Whether scenes ``a`` and ``b`` (with their keyframes) show one camera set-up."""
-        return self.score(a, a_frames, b, b_frames) >= self._min
+        """Whether scenes ``a`` and ``b`` (with their keyframes) show one camera set-up: some
+        pair of their keyframes reaches ``min_inliers`` (what :meth:`score` says, at less
+        cost: a pair with fewer good matches than that is not fitted, and the first pair
+        that reaches it ends the search; kept per ordered pair of scene ids)."""
+        key = (a.scene_id, b.scene_id)
+        if key in self._scores:
+            return self._scores[key] >= self._min
+        if key not in self._same:
+            fa, fb = self._features(a, a_frames), self._features(b, b_frames)
+            self._same[key] = any(self._inliers(x, y, least=self._min) >= self._min
+                                  for x in fa for y in fb)
+        return self._same[key]
 
     def score(self, a: Scene, a_frames: Sequence[Keyframe], b: Scene,
               b_frames: Sequence[Keyframe]) -> int:
@@ -104,10 +115,12 @@ class SetupMatcher:
             self._cache.popitem(last=False)
         return out
 
-    def _inliers(self, a: Features, b: Features) -> int:
+    def _inliers(self, a: Features, b: Features, *, least: int = _MIN_MATCHES) -> int:
+        """Homography inliers between two keyframes' features; 0 without fitting when fewer
+        than ``least`` matches pass the ratio test (the inliers could not reach it)."""
         pairs = self._matcher.knnMatch(a[1], b[1], k=2)
         good = [p[0] for p in pairs if len(p) == 2 and p[0].distance < RATIO * p[1].distance]
-        if len(good) < _MIN_MATCHES:
+        if len(good) < max(least, _MIN_MATCHES):
             return 0
         src = a[0][[g.queryIdx for g in good]]
         dst = b[0][[g.trainIdx for g in good]]
