@@ -28,7 +28,7 @@ import dataclasses
 import numpy as np
 import numpy.typing as npt
 
-from needleforge.backends.base import RGBImage, ensure_rgb
+from needleforge.backends.base import RGBImage, channel_max, ensure_rgb
 from needleforge.records import Box
 
 #: A pixel whose channels are all at or under this is dark (8-bit RGB).
@@ -82,8 +82,7 @@ def active_picture(image: RGBImage) -> Picture | None:
     """
     rgb = ensure_rgb(image)
     height, width = rgb.shape[:2]
-    # channel by channel: numpy's max(axis=2) over three values is ~10x slower
-    lit = np.maximum(np.maximum(rgb[..., 0], rgb[..., 1]), rgb[..., 2]) > DARK
+    lit = channel_max(rgb) > DARK
     rows = lit.mean(axis=1) > MAX_LIT_SHARE
     cols = lit.mean(axis=0) > MAX_LIT_SHARE
     if not rows.any() and not cols.any():

@@ -38,7 +38,6 @@ from typing import TypeVar
 from needleforge.records import Role, Scene, Segment
 from needleforge.records.questions import Span
 
-#: ``(start_s, end_s)`` in source seconds.
 _T = TypeVar("_T")
 #: Slack for float seconds compared against whole-second thresholds.
 _EPS = 1e-9

@@ -81,6 +81,7 @@ from typing import Protocol
 import numpy as np
 import numpy.typing as npt
 
+from needleforge.backends.base import channel_max, channel_min
 from needleforge.records import Box
 from needleforge.records.phrases import COLOUR_NAMES, POSITION_NAMES, is_person
 
@@ -126,8 +127,8 @@ def rgb_to_hsv(pixels: npt.NDArray[np.uint8]) -> tuple[
         raise ValueError(f"pixels shape {pixels.shape} must end in 3 (RGB)")
     rgb = pixels.astype(np.float64) / 255.0
     r, g, b = rgb[..., 0], rgb[..., 1], rgb[..., 2]
-    v = np.maximum(np.maximum(r, g), b)  # numpy's max(axis=-1) over three is ~10x slower
-    chroma = v - np.minimum(np.minimum(r, g), b)
+    v = channel_max(rgb)
+    chroma = v - channel_min(rgb)
     s = np.where(v > 0, chroma / np.where(v > 0, v, 1.0), 0.0)
     safe = np.where(chroma > 0, chroma, 1.0)
     h = np.where(v == r, ((g - b) / safe) % 6.0,

@@ -20,11 +20,11 @@ from __future__ import annotations
 
 from typing import Any
 
-import cv2
 import numpy as np
 import numpy.typing as npt
 from scenedetect import ContentDetector
 
+from needleforge.backends.base import channel_max, channel_min
 from needleforge.scenes.palette import MAX_CHROMA
 
 #: Share of a frame's pixels that may be coloured for it to count as colourless.
@@ -34,9 +34,8 @@ COLOURED_SHARE = 0.01
 def colourless_frame(image: npt.NDArray[np.uint8]) -> bool:
     """Whether fewer than :data:`COLOURED_SHARE` of ``image``'s pixels (``(H, W, 3)``
     ``uint8``, any channel order) have a chroma of at least :data:`MAX_CHROMA`."""
-    high = cv2.max(cv2.max(image[..., 0], image[..., 1]), image[..., 2])
-    low = cv2.min(cv2.min(image[..., 0], image[..., 1]), image[..., 2])
-    coloured = int(np.count_nonzero(cv2.subtract(high, low) >= MAX_CHROMA * 255.0))
+    chroma = channel_max(image) - channel_min(image)  # uint8: max >= min, no wrap-around
+    coloured = int(np.count_nonzero(chroma >= MAX_CHROMA * 255.0))
     return bool(coloured < COLOURED_SHARE * image.shape[0] * image.shape[1])
 
 

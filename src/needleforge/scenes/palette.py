@@ -42,6 +42,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import numpy.typing as npt
 
+from needleforge.backends.base import channel_max, channel_min
 from needleforge.scenes.colour_cast import CAST_WORDS
 from needleforge.scenes.frame_memo import kept_per_frame
 
@@ -88,16 +89,10 @@ def _subsampled(image: npt.NDArray[np.uint8]) -> npt.NDArray[np.uint8]:
     return image[::step, ::step]
 
 
-def _brightest(pixels: npt.NDArray[np.uint8]) -> npt.NDArray[np.uint8]:
-    """``max(R, G, B)`` per pixel (channel by channel: numpy's ``max(axis=-1)`` over three
-    values is ~10x slower, and this is most of represent's colour measures)."""
-    return np.maximum(np.maximum(pixels[..., 0], pixels[..., 1]), pixels[..., 2])
-
-
 def _chroma(pixels: npt.NDArray[np.uint8]) -> npt.NDArray[np.int16]:
     """``max(R, G, B) - min(R, G, B)`` per pixel, in 0..255."""
-    darkest = np.minimum(np.minimum(pixels[..., 0], pixels[..., 1]), pixels[..., 2])
-    return _brightest(pixels).astype(np.int16) - darkest
+    chroma: npt.NDArray[np.int16] = channel_max(pixels).astype(np.int16) - channel_min(pixels)
+    return chroma
 
 
 def chroma_p99(image: npt.NDArray[np.uint8]) -> float:
@@ -131,7 +126,7 @@ def colourless(image: npt.NDArray[np.uint8]) -> bool:
 def contrast(image: npt.NDArray[np.uint8]) -> float:
     """The brightness spread of an RGB ``uint8`` image: 1st to 99th percentile of the
     pixels' ``max(R, G, B)``, in 0..1 (checked and subsampled like :func:`chroma_p99`)."""
-    low, high = np.percentile(_brightest(_subsampled(image)), [1, 99])
+    low, high = np.percentile(channel_max(_subsampled(image)), [1, 99])
     return float(high - low) / 255.0
 
 

@@ -46,7 +46,6 @@ MODEL_FILE = "efficientnet_lite3.tflite"
 LABELS_FILE = "efficientnet_labels.txt"
 
 
-
 class EmbeddedTagger:
     """Tags RGB frames with ImageNet classes (about 20 ms per frame on 2 cores).
 

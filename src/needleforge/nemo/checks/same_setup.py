@@ -81,8 +81,6 @@ class SetupMatcher:
         cost: a pair with fewer good matches than that is not fitted, and the first pair
         that reaches it ends the search; kept per ordered pair of scene ids)."""
         key = (a.scene_id, b.scene_id)
-        if key in self._scores:
-            return self._scores[key] >= self._min
         if key not in self._same:
             fa, fb = self._features(a, a_frames), self._features(b, b_frames)
             self._same[key] = any(self._inliers(x, y, least=self._min) >= self._min
