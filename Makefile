@@ -129,7 +129,7 @@ test-slow: pytest-slow
 test-all: lint typecheck pytest pytest-slow
 
 # A smoke set (ingest, represent, a VNBench text needle, render) with the distribution's ffmpeg
-# first on PATH, installed without touching /usr/bin when we are root; skipped otherwise.
+# named by $NEEDLEFORGE_FFMPEG, installed without touching /usr/bin when we are root; skipped otherwise.
 smoke-distro-ffmpeg: $(DEV_STAMP)
 	bash .ci/smoke-distro-ffmpeg
 

@@ -88,21 +88,68 @@ def test_the_chosen_binary_passes_the_probe() -> None:
     assert choice.to_dict()["version"] == choice.version and choice.why
 
 
-def test_path_beats_the_bundle_and_the_variable_beats_path(
+def test_the_pinned_bundle_beats_path_and_the_variable_beats_both(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     on_path = wrapper(tmp_path / "bin")
     monkeypatch.setenv("PATH", str(on_path.parent))
     monkeypatch.delenv(ENV_VAR, raising=False)
     choice = find_ffmpeg()
-    assert (choice.path, choice.source) == (str(on_path), "path")
-    assert "first ffmpeg on PATH" in choice.why and isinstance(choice, FfmpegChoice)
+    assert (choice.path, choice.source) == (ff._bundled()[0], "bundled")
+    assert "the pinned encoder" in choice.why and isinstance(choice, FfmpegChoice)
     chosen = wrapper(tmp_path / "mine")
     monkeypatch.setenv(ENV_VAR, str(chosen))
     assert (find_ffmpeg().path, find_ffmpeg().source) == (str(chosen), "env")
+
+
+def test_path_serves_only_where_the_bundle_cannot_with_one_notice(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A platform imageio-ffmpeg ships no binary for, or a bundled binary that fails the
+    probe: the ffmpeg on PATH is used, and the one warning says the bytes will differ."""
+    on_path = wrapper(tmp_path / "bin")
+    broken = script(tmp_path / "bundle", f'echo "{NEW_BANNER}" >&2\n'
+                    "echo \"[vost#0:0 @ 0x5] Unknown encoder 'libx264'\" >&2\nexit 1")
+    monkeypatch.setenv("PATH", str(on_path.parent))
+    monkeypatch.delenv(ENV_VAR, raising=False)
+    monkeypatch.setattr(ff, "_bundled", lambda: (str(broken), "0.8.1"))
+    with caplog.at_level(logging.WARNING, logger="needleforge.media.ffmpeg"):
+        first = find_ffmpeg()
+        ff._discover.cache_clear()  # a second discovery in the same process: no new notice
+        assert find_ffmpeg() == first
+    assert (first.path, first.source) == (str(on_path), "path")
+    assert f"{broken} (version 6.1.1-3ubuntu5) has no libx264 encoder" in first.why
+    notices = [r.getMessage() for r in caplog.records]
+    assert len(notices) == 1 and "differ byte for byte" in notices[0], notices
+    assert "\n" not in notices[0]
+
+    def no_binary() -> tuple[str, str]:
+        raise MediaError("imageio-ffmpeg has no usable ffmpeg binary: no build for this "
+                         "platform")
+
+    monkeypatch.setattr(ff, "_bundled", no_binary)
+    ff._discover.cache_clear()
+    assert find_ffmpeg().source == "path" and "no build for this platform" in find_ffmpeg().why
+
+
+def test_no_usable_bundle_nor_path_is_an_error_naming_both(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    old = script(tmp_path / "bin", f'echo "{OLD_BANNER}" >&2\nexit 0')
+    silent = script(tmp_path / "bundle", "exit 0")
+    monkeypatch.delenv(ENV_VAR, raising=False)
+    monkeypatch.setattr(ff, "_bundled", lambda: (str(silent), "0.8.1"))
+    monkeypatch.setenv("PATH", str(old.parent))
+    with pytest.raises(MediaError) as err:
+        find_ffmpeg()
+    message = str(err.value)
+    assert f"the imageio-ffmpeg binary {silent} (no version)" in message
+    assert f"the ffmpeg on PATH {old} (version 4.4.2-0ubuntu0.22.04.1)" in message
+    assert "set $NEEDLEFORGE_FFMPEG" in message
     monkeypatch.setenv("PATH", str(tmp_path / "nothing-here"))
-    monkeypatch.delenv(ENV_VAR)
-    assert find_ffmpeg().source == "bundled" and "no ffmpeg on PATH" in find_ffmpeg().why
+    ff._discover.cache_clear()
+    with pytest.raises(MediaError, match="there is no ffmpeg on PATH"):
+        find_ffmpeg()
 
 
 def test_variable_that_is_not_executable_is_an_error(
@@ -135,24 +182,6 @@ def test_variable_that_is_too_old_names_its_version_and_the_floor(
     message = str(err.value)
     assert str(old) in message and "version 4.4.2-0ubuntu0.22.04.1" in message
     assert f"is older than the floor {FLOOR_TEXT}" in message
-
-
-def test_path_ffmpeg_without_libx264_is_passed_over_with_one_notice(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
-) -> None:
-    no_x264 = script(tmp_path / "bin", f'echo "{NEW_BANNER}" >&2\n'
-                     "echo \"[vost#0:0 @ 0x5] Unknown encoder 'libx264'\" >&2\nexit 1")
-    monkeypatch.setenv("PATH", str(no_x264.parent))
-    monkeypatch.delenv(ENV_VAR, raising=False)
-    with caplog.at_level(logging.WARNING, logger="needleforge.media.ffmpeg"):
-        first = find_ffmpeg()
-        ff._discover.cache_clear()  # a second discovery in the same process: no new notice
-        assert find_ffmpeg() == first
-    assert first.source == "bundled" and first.path == ff._bundled()[0]
-    assert f"{no_x264} (version 6.1.1-3ubuntu5) has no libx264 encoder" in first.why
-    notices = [r.getMessage() for r in caplog.records]
-    assert len(notices) == 1 and "has no libx264 encoder" in notices[0], notices
-    assert "\n" not in notices[0]
 
 
 def test_probe_runs_once_per_binary_until_it_changes(tmp_path: Path) -> None:

@@ -6,12 +6,19 @@ above the floor, every feature the project uses):
 1. ``$NEEDLEFORGE_FFMPEG``: the user is explicit, so one that is missing, not executable,
    below the floor or lacking a feature is an error naming it, its version and what is
    missing. Never silently replaced.
-2. ``ffmpeg`` on ``PATH``: used when it passes; otherwise passed over, with a one-line
-   warning (logged once per process), for
-3. the binary bundled with ``imageio-ffmpeg`` (drawtext, libass, overlay, concat and libx264,
-   but no ffprobe: probing goes through PyAV, see :mod:`needleforge.media.probe`).
+2. the binary bundled with ``imageio-ffmpeg``, **the pinned encoder**: pyproject pins the
+   package's exact version, so every machine encodes the same frames to the same bytes (the
+   x264 settings already hold the instruction set, :mod:`needleforge.media.h264`). It has
+   drawtext, libass, overlay, concat and libx264, but no ffprobe: probing goes through PyAV,
+   see :mod:`needleforge.media.probe`.
+3. ``ffmpeg`` on ``PATH``, only where the bundle has no binary for this platform or its binary
+   fails the probe; a one-line warning (logged once per process) says so, since what it
+   encodes differs byte for byte from a build with the pinned encoder.
 
-Every caller — the stages, the tests' fixtures, the benchmarks — goes through
+Why the bundle before ``PATH``: a distribution's ffmpeg (Debian 12's 5.1.9, gained by a
+machine mid-session) gave the real-footage programs other bytes, so other video ids, and every
+verdict keyed on them went stale; a release should not depend on what else a machine has
+installed. Every caller (the stages, the tests' fixtures, the benchmarks) goes through
 :func:`find_ffmpeg` (or :func:`ffmpeg_binary`, its path), so they all run the same binary.
 """
 
@@ -31,7 +38,7 @@ from typing import Any, Literal
 import ffmpeg
 
 from needleforge.errors import MediaError
-from needleforge.media.ffmpeg_probe import FLOOR_TEXT, FfmpegProbe, probe_ffmpeg
+from needleforge.media.ffmpeg_probe import FLOOR_TEXT, probe_ffmpeg
 
 ENV_VAR = "NEEDLEFORGE_FFMPEG"
 FfmpegSource = Literal["env", "path", "bundled"]
@@ -61,7 +68,7 @@ def find_ffmpeg() -> FfmpegChoice:
 
     Raises:
         MediaError: when ``$NEEDLEFORGE_FFMPEG`` is set to an unusable binary, or when neither
-            ``PATH`` nor imageio-ffmpeg offers one that passes (naming each and why).
+            imageio-ffmpeg nor ``PATH`` offers one that passes (naming each and why).
     """
     with _lock:
         return _discover(os.environ.get(ENV_VAR), os.environ.get("PATH"))
@@ -78,29 +85,33 @@ def _discover(env_value: str | None, path_value: str | None) -> FfmpegChoice:
     or a user that changes either gets a fresh discovery)."""
     if env_value:
         return _from_env(env_value)
-    on_path = shutil.which("ffmpeg", path=path_value)
-    rejected: FfmpegProbe | None = None
-    if on_path:
-        found = probe_ffmpeg(on_path)
+    try:
+        bundled, bundle_version = _bundled()
+    except MediaError as err:
+        passed_over = str(err)
+    else:
+        found = probe_ffmpeg(bundled)
         if found.usable:
-            return FfmpegChoice(on_path, found.version or "unknown", "path",
-                                f"first ffmpeg on PATH; meets the floor {FLOOR_TEXT} and has "
-                                "every feature used")
-        rejected = found
-    bundled, bundle_version = _bundled()
-    found = probe_ffmpeg(bundled)
-    if not found.usable:
-        also = f"; the ffmpeg on PATH was passed over: {rejected.problem()}" if rejected else ""
-        raise MediaError(f"no usable ffmpeg: the imageio-ffmpeg binary {found.problem()}{also}"
-                         f"; install ffmpeg {FLOOR_TEXT} or newer with libx264 and set "
+            return FfmpegChoice(found.path, found.version or "unknown", "bundled",
+                                f"the pinned encoder, bundled with imageio-ffmpeg "
+                                f"{bundle_version}; meets the floor {FLOOR_TEXT} and has every "
+                                "feature used")
+        passed_over = f"the imageio-ffmpeg binary {found.problem()}"
+    on_path = shutil.which("ffmpeg", path=path_value)
+    if on_path is None:
+        raise MediaError(f"no usable ffmpeg: {passed_over}, and there is no ffmpeg on PATH; "
+                         f"install ffmpeg {FLOOR_TEXT} or newer with libx264 and set "
                          f"${ENV_VAR} to it")
-    why = f"bundled with imageio-ffmpeg {bundle_version}; no ffmpeg on PATH"
-    if rejected is not None:
-        why = (f"bundled with imageio-ffmpeg {bundle_version}; the ffmpeg on PATH was passed "
-               f"over: {rejected.problem()}")
-        _notice_once(f"needleforge: not using the ffmpeg on PATH: {rejected.problem()}; using "
-                     f"the one bundled with imageio-ffmpeg ({found.path})")
-    return FfmpegChoice(found.path, found.version or "unknown", "bundled", why)
+    found = probe_ffmpeg(on_path)
+    if not found.usable:
+        raise MediaError(f"no usable ffmpeg: {passed_over}; the ffmpeg on PATH "
+                         f"{found.problem()}; install ffmpeg {FLOOR_TEXT} or newer with "
+                         f"libx264 and set ${ENV_VAR} to it")
+    _notice_once(f"needleforge: not using the pinned encoder: {passed_over}; using the ffmpeg "
+                 f"on PATH ({on_path}), whose videos differ byte for byte from the pinned one's")
+    return FfmpegChoice(on_path, found.version or "unknown", "path",
+                        f"first ffmpeg on PATH, since {passed_over}; meets the floor "
+                        f"{FLOOR_TEXT} and has every feature used")
 
 
 def _from_env(env_value: str) -> FfmpegChoice:
@@ -112,7 +123,7 @@ def _from_env(env_value: str) -> FfmpegChoice:
     if not found.usable:
         raise MediaError(f"${ENV_VAR} = {env_value!r} cannot be used: {found.problem()}; "
                          f"needleforge needs ffmpeg {FLOOR_TEXT} or newer with libx264 "
-                         f"(unset ${ENV_VAR} to use the one on PATH or imageio-ffmpeg's)")
+                         f"(unset ${ENV_VAR} to use the one bundled with imageio-ffmpeg)")
     return FfmpegChoice(str(candidate), found.version or "unknown", "env",
                         f"${ENV_VAR} is set; meets the floor {FLOOR_TEXT} and has every "
                         "feature used")
@@ -124,8 +135,8 @@ def _bundled() -> tuple[str, str]:
         import imageio_ffmpeg
     except ImportError:  # pragma: no cover - it is a declared dependency
         raise MediaError(
-            "no ffmpeg found: set $NEEDLEFORGE_FFMPEG, put ffmpeg on PATH, "
-            "or install imageio-ffmpeg"
+            "imageio-ffmpeg is not installed (set $NEEDLEFORGE_FFMPEG, or install "
+            "needleforge's pinned imageio-ffmpeg)"
         ) from None
     try:
         return str(imageio_ffmpeg.get_ffmpeg_exe()), str(imageio_ffmpeg.__version__)
