@@ -12,7 +12,7 @@ importing their stage module.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
@@ -29,6 +29,9 @@ from needleforge.cli.support import (
 )
 from needleforge.params import DEFAULT_DB, PARAMS_HELP, Params, resolve_params
 from needleforge.runtime.progress import StageProgress
+
+if TYPE_CHECKING:
+    from needleforge.stages.represent import Step
 
 app = typer.Typer(
     name="needleforge",
@@ -110,8 +113,6 @@ def ingest(
     if result.rejections:
         console.print(rejection_table(result.rejections))
 
-
-Step = Literal["scenes", "objects", "all"]
 
 
 def _represent(db: Path, params_path: Path | None, step: Step) -> None:

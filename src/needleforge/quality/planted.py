@@ -12,10 +12,10 @@ import random
 from collections.abc import Sequence
 from typing import Any
 
-Record = dict[str, Any]
+Row = dict[str, Any]
 
 
-def plant_early(records: Sequence[Record], *, seed: int = 0) -> list[Record]:
+def plant_early(records: Sequence[Row], *, seed: int = 0) -> list[Row]:
     """Every grounding answer moved into the first tenth of its video (one span, its length
     kept); other records as they are."""
     rng = random.Random(seed)
@@ -29,7 +29,7 @@ def plant_early(records: Sequence[Record], *, seed: int = 0) -> list[Record]:
     return out
 
 
-def plant_ones(records: Sequence[Record]) -> list[Record]:
+def plant_ones(records: Sequence[Row]) -> list[Row]:
     """Every counting answer made "1": the right option's text becomes "1" (a wrong "1" takes
     the old right text, so the options stay distinct); other records as they are."""
     out = []

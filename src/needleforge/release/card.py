@@ -27,6 +27,7 @@ from needleforge.records import (
 from needleforge.release import stats
 from needleforge.release.card_scoring import scoring_section
 from needleforge.release.exports import task_name
+from needleforge.release.file_io import Record
 from needleforge.release.manifest import CodeVersion
 from needleforge.release.markup import (
     Block,
@@ -43,8 +44,6 @@ from needleforge.release.markup import (
 
 if TYPE_CHECKING:
     from needleforge.release.plots import Plot
-
-Record = Mapping[str, Any]
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

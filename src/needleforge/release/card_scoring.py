@@ -16,7 +16,6 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -24,9 +23,9 @@ import numpy.typing as npt
 from needleforge.evaluate.intervals import Interval, overlaps, stratified_ci
 from needleforge.evaluate.records import VNBENCH_TASKS, question_from_json, vnbench_group
 from needleforge.records.questions import BUCKETS
+from needleforge.release.file_io import Record
 from needleforge.release.markup import Paragraph, Section, Table
 
-Record = Mapping[str, Any]
 #: The score whose interval the card shows as typical (VNBench overall, circular accuracy).
 TYPICAL_SCORE = 0.2
 

@@ -21,16 +21,14 @@ from __future__ import annotations
 import importlib.resources
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from needleforge.release.file_io import write_jsonl
+from needleforge.release.file_io import Record, write_jsonl
 from needleforge.release.lmms_eval_utils import DEFAULT_POST_PROMPT
 from needleforge.release.vlmevalkit import write_vlmevalkit
 from needleforge.release.vnbench_files import write_vnbench_files
-
-Record = Mapping[str, Any]
 
 
 def task_name(release_name: str) -> str:

@@ -23,6 +23,10 @@ from needleforge.records.questions import QuestionRecordError, parquet_schema
 
 _CHUNK = 1 << 20
 
+#: One release row as the release's JSON files hold it (a question of questions.jsonl, a
+#: montage of montages.jsonl): the type every release module reads rows as.
+Record = Mapping[str, Any]
+
 
 def json_line(obj: Any) -> str:
     """One compact JSON line (no NaN: a NaN in a release is a bug, not data)."""

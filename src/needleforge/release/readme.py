@@ -21,12 +21,11 @@ from typing import Any
 import yaml
 
 from needleforge.release.exports import task_name
-from needleforge.release.file_io import write_questions_parquet
+from needleforge.release.file_io import Record, write_questions_parquet
 from needleforge.release.vlmevalkit import MODULE_FILE
 from needleforge.release.vnbench_files import FILES as VNBENCH_FILES
 from needleforge.release.vnbench_files import OFFICIAL_TASKS
 
-Record = Mapping[str, Any]
 README = "README.md"
 #: Family → its Parquet file (the config of the same name reads it).
 FAMILY_FILES: Mapping[str, str] = {"nemo": "data/nemo.parquet",

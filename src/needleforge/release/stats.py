@@ -26,11 +26,10 @@ from needleforge.records import (
 )
 from needleforge.records.questions import BUCKET_LABELS as _BUCKET_LABEL
 from needleforge.records.questions import BUCKETS as BUCKETS
+from needleforge.release.file_io import Record
 from needleforge.release.markup import Table
 
 _NEEDLE_TYPES = ("object", "scene")
-
-Record = Mapping[str, Any]
 
 
 def _duration(value: float | None, *, minutes: bool) -> str:

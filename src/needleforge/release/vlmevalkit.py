@@ -15,12 +15,13 @@ import csv
 import importlib.resources
 import io
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from needleforge.errors import ReleaseError
 from needleforge.records.questions import vnbench_group
+from needleforge.release.file_io import Record
 from needleforge.release.vlmevalkit_dataset import (
     CIRCULAR_OFFSET,
     EXPORT_DIR,
@@ -31,7 +32,6 @@ from needleforge.release.vlmevalkit_dataset import (
     MCQ_TSV,
 )
 
-Record = Mapping[str, Any]
 MODULE_FILE = f"{EXPORT_DIR}/needleforge_vlmevalkit.py"
 
 

@@ -27,10 +27,9 @@ from typing import Any, get_args
 from needleforge.errors import ReleaseError
 from needleforge.params import VNBenchTask
 from needleforge.records.questions import N_TRIES
-from needleforge.release.file_io import write_json
+from needleforge.release.file_io import Record, write_json
 from needleforge.vnbench import VNBenchError, suite_of, vnbench_entry
 
-Record = Mapping[str, Any]
 #: The 9 VNBench task types VideoNIAH's evaluation expects (owner: ``config.VNBenchTask``).
 OFFICIAL_TASKS: tuple[str, ...] = get_args(VNBenchTask)
 #: Release path of each suite's file.

@@ -50,7 +50,7 @@ from __future__ import annotations
 import dataclasses
 import operator
 import time
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping
 from concurrent.futures import Future
 from types import TracebackType
 
@@ -59,7 +59,7 @@ from needleforge.backends.embedded.confirm import NEGATIVE_POSE_MIN_KEYPOINTS, P
 from needleforge.nemo.ahead import Workers
 from needleforge.nemo.checks.change_gate import SPEC as GATE_SPEC
 from needleforge.nemo.checks.change_gate import ChangeGate
-from needleforge.nemo.checks.instance import InstanceMatcher
+from needleforge.nemo.checks.instance import FrameSource, InstanceMatcher
 
 # Re-exported: nemo/grow.py imports these two from here (another change is rewriting it).
 from needleforge.nemo.checks.negative_probe import KnowsLabels as KnowsLabels
@@ -77,8 +77,6 @@ from needleforge.records.phrases import holds, is_person, normalize
 POSE_MIN_SCORE = POSE_MIN_KEYPOINT
 POSE_MIN_KEYPOINTS = NEGATIVE_POSE_MIN_KEYPOINTS
 
-#: Frames decoded for a scene; same shape as generate's keyframe source.
-FrameSource = Callable[[Scene], Sequence[Keyframe]]
 #: The clothing colour of the person in a box of a frame ("" when it cannot be measured).
 AttireColour = Callable[[RGBImage, Box], str]
 #: Part of :attr:`TiledProbe.key` when people's clothing colours are recorded.
