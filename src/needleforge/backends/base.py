@@ -22,10 +22,9 @@ import numpy as np
 import numpy.typing as npt
 
 from needleforge.errors import BackendError
+from needleforge.media.decode import RGBImage as RGBImage
 from needleforge.records import Detection, TagScore
 
-#: An RGB frame: ``uint8`` array of shape ``(height, width, 3)``.
-RGBImage: TypeAlias = npt.NDArray[np.uint8]
 #: Scores, probabilities, keypoints: float64 arrays.
 FloatArray: TypeAlias = npt.NDArray[np.float64]
 _Value = TypeVar("_Value", bound=np.generic)

@@ -31,6 +31,8 @@ import numpy.typing as npt
 
 from needleforge.errors import MediaError
 
+#: An RGB frame: ``uint8`` array of shape ``(height, width, 3)`` (the one definition; the
+#: backends re-export it).
 RGBImage: TypeAlias = npt.NDArray[np.uint8]
 Pick: TypeAlias = Literal["at_or_after", "on_screen"]
 Seek: TypeAlias = Literal["never", "keyframe", "checked"]
