@@ -11,6 +11,7 @@ import numpy.typing as npt
 import pytest
 
 from needleforge.errors import StudioError
+from needleforge.scenes import colour_cast as cc
 from needleforge.scenes.colour_cast import (
     CAST_WORDS,
     MIN_CAST_SHARE,
@@ -198,3 +199,37 @@ def test_words_and_bad_input() -> None:
                   np.zeros((0, 4, 3), np.uint8)):
         with pytest.raises(ValueError, match="image"):
             cast_share(image, "red")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="image"):  # a bad keyframe after one of no colour
+        cast_tags([np.full((90, 160, 3), 128, np.uint8), np.zeros((4, 4), np.uint8)])
+
+
+def _every_keyframe(images: list[npt.NDArray[np.uint8]]) -> list[tuple[str, float]]:
+    """cast_tags as it was: every keyframe sampled, then each colour's smallest share."""
+    measured = [cc._sample(image) for image in images]
+    for colour in (*cc.FAMILIES, *cc.NEUTRALS, *cc.TINTS):
+        shares = [cc._core_share(sample, colour) for sample in measured]
+        if measured and min(shares) >= threshold(colour):
+            return [(colour if colour in cc.TINTS else cc.CAST_PREFIX + colour,
+                     round(min(shares), 4))]
+    return []
+
+
+def test_keyframes_are_sampled_only_while_a_colour_holds(monkeypatch: pytest.MonkeyPatch
+                                                          ) -> None:
+    """The same answers as sampling every keyframe, on scenes mixing casts, tints, neutrals
+    and plain frames in every order; a scene whose first keyframe has no cast is sampled
+    once."""
+    rng = np.random.default_rng(7)
+    half = _flat(220.0)
+    half[:, : half.shape[1] // 2] = 128
+    kinds = [_flat(25.0), _flat(220.0), half, np.full((90, 160, 3), 200, np.uint8),
+             np.full((90, 160, 3), (118, 125, 140), np.uint8),
+             rng.integers(0, 256, (90, 160, 3), dtype=np.uint8), _flat(25.0, sat=0.5)]
+    for _ in range(200):
+        scene = [kinds[int(k)] for k in rng.integers(0, len(kinds), int(rng.integers(1, 6)))]
+        assert cast_tags(scene) == _every_keyframe(scene)
+    calls = []
+    real = cc._sample
+    monkeypatch.setattr(cc, "_sample", lambda image: calls.append(1) or real(image))
+    assert cast_tags([np.full((90, 160, 3), 128, np.uint8), *[_flat(25.0)] * 4]) == []
+    assert len(calls) == 1

@@ -5,15 +5,20 @@ once); a scene of one keyframe, and scenes whose frames hold only the reader's g
 
 from __future__ import annotations
 
+import functools
+from typing import Any
+
 import numpy as np
 import numpy.typing as npt
 import pytest
 
+from needleforge.backends import default_registry
 from needleforge.backends.base import Keyframe
 from needleforge.backends.embedded.ocr import EmbeddedTextReader
 from needleforge.errors import StudioError
+from needleforge.params import ObjectParams
 from needleforge.scenes.onscreen import RULE_NAME, holds, shows, text_of
-from needleforge.stages.represent_video import _ocr_tags
+from needleforge.stages.represent_video import _ocr_tags, load_models
 from needleforge.studio.real_assets import sample_frames
 
 
@@ -51,3 +56,26 @@ def test_text_read_on_two_keyframes_becomes_tags(reader: EmbeddedTextReader) -> 
 @pytest.mark.parametrize("name", ["talk", "coin", "fish2"])
 def test_garbage_gives_no_text_tags(reader: EmbeddedTextReader, name: str) -> None:
     assert _ocr_tags("s", _keyframes(name, every=25, most=5), reader) == []
+
+
+def test_a_worker_reader_gets_one_thread_and_reads_the_same_lines() -> None:
+    """load_models gives the OCR reader the workers' thread count, as it gives the detector
+    and tagger (two onnxruntime threads on each of two workers cost twice the CPU), and one
+    thread reads every line with the same confidence as two."""
+    made: list[dict[str, object]] = []
+
+    @functools.wraps(EmbeddedTextReader)  # the reader's signature: the options it accepts
+    def recording(**options: Any) -> EmbeddedTextReader:
+        made.append(options)
+        return EmbeddedTextReader(**options)
+
+    registry = default_registry()
+    registry.register("text_reader", "embedded", recording, replace=True)
+    params = ObjectParams(ocr=True, pose_people=False)
+    one = load_models(params, registry=registry, threads=1).text_reader
+    default = load_models(params, registry=registry).text_reader
+    assert made[0]["num_threads"] == 1 and "num_threads" not in made[1]
+    assert made[0]["det_limit_side_len"] == made[1]["det_limit_side_len"]
+    assert isinstance(one, EmbeddedTextReader) and isinstance(default, EmbeddedTextReader)
+    for frame in _keyframes("statement", every=25, most=5):
+        assert one.read_scored(frame.image) == default.read_scored(frame.image)

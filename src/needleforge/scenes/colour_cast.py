@@ -65,6 +65,7 @@ window 0.11, the campus 0.03-0.04).
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Mapping, Sequence
 
 import numpy as np
@@ -166,10 +167,7 @@ def _sample(image: npt.NDArray[np.uint8]) -> _Sample:
     Raises:
         ValueError: an image that is not ``(H, W, 3)`` ``uint8``, or is empty.
     """
-    if image.ndim != 3 or image.shape[2] != 3 or image.dtype != np.uint8:
-        raise ValueError(f"image must be uint8 (H, W, 3) RGB; got {image.dtype} {image.shape}")
-    if image.shape[0] == 0 or image.shape[1] == 0:
-        raise ValueError(f"image shape {image.shape} is empty")
+    _check(image)
     picture = active_picture(image)
     if picture is None:
         return _Sample(np.zeros(0), np.zeros(0), np.zeros(0))
@@ -182,6 +180,14 @@ def _sample(image: npt.NDArray[np.uint8]) -> _Sample:
                    rgb @ np.array([0.299, 0.587, 0.114]),
                    np.where(chroma >= LEAN_CHROMA, hue, np.nan), float(mean_hue[0]),
                    float(mean_chroma[0]))
+
+
+def _check(image: npt.NDArray[np.uint8]) -> None:
+    """Raise ValueError for an image that is not ``(H, W, 3)`` ``uint8``, or is empty."""
+    if image.ndim != 3 or image.shape[2] != 3 or image.dtype != np.uint8:
+        raise ValueError(f"image must be uint8 (H, W, 3) RGB; got {image.dtype} {image.shape}")
+    if image.shape[0] == 0 or image.shape[1] == 0:
+        raise ValueError(f"image shape {image.shape} is empty")
 
 
 def _hue_chroma(rgb: npt.NDArray[np.float64]
@@ -306,13 +312,34 @@ def looks_like(image: npt.NDArray[np.uint8], colour: str) -> bool:
 def cast_tags(images: Sequence[npt.NDArray[np.uint8]]) -> list[tuple[str, float]]:
     """``[("mostly <colour>", smallest share)]`` when every one of a scene's keyframes
     ``images`` is mostly the same colour or neutral tone, else ``[(tint word, smallest mean
-    leaning share)]`` when every one is tinted alike, else none (also for no keyframes)."""
+    leaning share)]`` when every one is tinted alike, else none (also for no keyframes).
+
+    A keyframe is sampled only when every colour still possible needs it: a colour is out at
+    the first keyframe that falls short, so a scene whose first keyframe is mostly no colour
+    (most scenes) costs one sample, not one a keyframe. The answer is the one that measuring
+    every keyframe gives.
+
+    Raises:
+        ValueError: a bad image among ``images`` (see :func:`_sample`), sampled or not.
+    """
     if not images:
         return []
-    measured = [_sample(image) for image in images]
+    for image in images:
+        _check(image)
+    measured: dict[int, _Sample] = {}
+
+    def sample(index: int) -> _Sample:
+        if index not in measured:
+            measured[index] = _sample(images[index])
+        return measured[index]
+
     for colour in (*FAMILIES, *NEUTRALS, *TINTS):
-        shares = [_core_share(sample, colour) for sample in measured]
-        if min(shares) >= threshold(colour):
-            return [(colour if colour in TINTS else CAST_PREFIX + colour,
-                     round(min(shares), 4))]
+        smallest = math.inf
+        for index in range(len(images)):
+            share = _core_share(sample(index), colour)
+            if share < threshold(colour):
+                break
+            smallest = min(smallest, share)
+        else:
+            return [(colour if colour in TINTS else CAST_PREFIX + colour, round(smallest, 4))]
     return []
