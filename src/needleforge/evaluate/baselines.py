@@ -148,7 +148,8 @@ class EmbeddedGroundingBaseline:
     (``near_duplicate_diff`` grey levels, 0 turns it off). OpenCV nets are not thread-safe and
     this one gains nothing from a second OpenCV thread, so the default builds ``parallel``
     single-threaded detectors that threads borrow one at a time (a given ``detector`` is the
-    only one, shared under the same rule); the OCR reader runs under its own lock.
+    only one, shared under the same rule); the OCR reader runs under its own lock, on one
+    thread (the same lines as on two, for half the CPU beside a busy detector).
 
     Raises:
         BackendError: the embedded model files are missing (see the backends), or a cache
@@ -229,7 +230,9 @@ class EmbeddedGroundingBaseline:
                     if self._reader is None:
                         from needleforge.backends.embedded.ocr import EmbeddedTextReader
 
-                        self._reader = EmbeddedTextReader()
+                        # one thread: the other question threads' detectors use the other
+                        # core, and onnxruntime's second thread would spin against them
+                        self._reader = EmbeddedTextReader(num_threads=1)
                     return squash("".join(self._reader.read(image)))
 
             seen.texts = [self.text_memo.get_or_compute(image, text_of) for _, image in frames]
