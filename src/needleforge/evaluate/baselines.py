@@ -148,8 +148,9 @@ class EmbeddedGroundingBaseline:
     (``near_duplicate_diff`` grey levels, 0 turns it off). OpenCV nets are not thread-safe and
     this one gains nothing from a second OpenCV thread, so the default builds ``parallel``
     single-threaded detectors that threads borrow one at a time (a given ``detector`` is the
-    only one, shared under the same rule); the OCR reader runs under its own lock, on one
-    thread (the same lines as on two, for half the CPU beside a busy detector).
+    only one, shared under the same rule). OCR readers follow the same rule: up to
+    ``parallel`` single-threaded ones, made on first use (a given ``reader`` is the only one;
+    two onnxruntime threads beside a busy detector only spin, for the same lines).
 
     Raises:
         BackendError: the embedded model files are missing (see the backends), or a cache
@@ -176,7 +177,13 @@ class EmbeddedGroundingBaseline:
         self._free: queue.SimpleQueue[EmbeddedDetector] = queue.SimpleQueue()
         for each in detectors:
             self._free.put(each)
-        self._reader = reader
+        # OCR readers, made when a question first asks about text: up to ``parallel`` (one
+        # onnxruntime thread each, as the detectors), or the one given
+        self._readers: queue.SimpleQueue[EmbeddedTextReader] = queue.SimpleQueue()
+        self._readers_made = 0 if reader is None else parallel
+        if reader is not None:
+            self._readers.put(reader)
+        self._parallel = parallel
         self.name = "embedded"
         # the memo can change an answer (a near-duplicate's detections), so it is provenance
         self.version = (f"{self.detector.name}@{self.detector.version}+ocr,"
@@ -226,17 +233,28 @@ class EmbeddedGroundingBaseline:
     def _texts(self, frames: Sequence[TimedFrame], seen: _Seen) -> list[str]:
         if seen.texts is None:
             def text_of(image: RGBImage) -> str:
-                with self._ocr_lock:
-                    if self._reader is None:
-                        from needleforge.backends.embedded.ocr import EmbeddedTextReader
-
-                        # one thread: the other question threads' detectors use the other
-                        # core, and onnxruntime's second thread would spin against them
-                        self._reader = EmbeddedTextReader(num_threads=1)
-                    return squash("".join(self._reader.read(image)))
+                reader = self._borrow_reader()  # blocks while every reader is busy
+                try:
+                    return squash("".join(reader.read(image)))
+                finally:
+                    self._readers.put(reader)
 
             seen.texts = [self.text_memo.get_or_compute(image, text_of) for _, image in frames]
         return seen.texts
+
+    def _borrow_reader(self) -> EmbeddedTextReader:
+        """A free OCR reader: one made now while fewer than ``parallel`` exist and none is
+        free, else the next one given back."""
+        with self._ocr_lock:
+            if self._readers_made < self._parallel:
+                try:
+                    return self._readers.get_nowait()
+                except queue.Empty:
+                    from needleforge.backends.embedded.ocr import EmbeddedTextReader
+
+                    self._readers_made += 1
+                    return EmbeddedTextReader(num_threads=1)
+        return self._readers.get()
 
     def _matcher(self, frames: Sequence[TimedFrame], seen: _Seen, thing: str, *,
                  read_text: bool) -> Callable[[int], int]:
