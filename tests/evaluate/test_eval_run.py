@@ -100,6 +100,41 @@ def test_resume_skips_answered_and_drops_a_torn_line(release: Path, tmp_path: Pa
     assert again.asked == []
 
 
+class _SlowOnFirstVideo(_Recorder):
+    """Answers video a's questions only after video b's are all in (needs two workers)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.b_done = threading.Event()
+
+    def answer(self, frames: Sequence[TimedFrame], question_text: str, *, kind: AnswerKind,
+               options: Sequence[str] | None = None) -> str:
+        if "dog" in question_text:  # the one question of video b
+            self.b_done.set()
+        else:
+            assert self.b_done.wait(timeout=30)
+        return super().answer(frames, question_text, kind=kind, options=options)
+
+
+def test_the_file_ends_in_question_order_whoever_answered_first(release: Path,
+                                                                tmp_path: Path) -> None:
+    """Video b answered first, a resumed run, a clean run: the same bytes, in the order of
+    questions.jsonl."""
+    slow = run_model(release / "questions.jsonl", model=_SlowOnFirstVideo(), workers=2,
+                     release_dir=release, out=tmp_path / "slow.jsonl")
+    clean = run_model(release / "questions.jsonl", model=_Recorder(), workers=1,
+                      release_dir=release, out=tmp_path / "clean.jsonl")
+    order = [(r["question_id"], r.get("try")) for r in map(json.loads, (
+        release / "questions.jsonl").read_text().splitlines())]
+    assert [(p.question_id, p.try_index) for p in load_predictions(slow)] == order
+    assert slow.read_bytes() == clean.read_bytes()
+    resumed = tmp_path / "resumed.jsonl"
+    resumed.write_text("\n".join(clean.read_text().splitlines()[3:]) + "\n")
+    run_model(release / "questions.jsonl", model=_Recorder(), release_dir=release, out=resumed)
+    assert resumed.read_bytes() == clean.read_bytes()
+    assert not list(tmp_path.glob("*.sorting"))
+
+
 def test_resume_with_other_settings_is_refused(release: Path, tmp_path: Path) -> None:
     out = tmp_path / "pred.jsonl"
     run_model(release / "questions.jsonl", model=_Recorder(), release_dir=release, out=out,

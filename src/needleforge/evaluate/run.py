@@ -4,9 +4,11 @@ Each line is a :class:`~needleforge.evaluate.records.Prediction` the scorer read
 ``{"question_id", "response"}`` for grounding, ``{"question_id", "try", "response"}`` for a
 multiple-choice try. Questions are grouped by video, so each video is decoded once
 (:func:`~needleforge.evaluate.frame_sampling.sample_frames`) and its questions asked in a row;
-videos run on a thread pool, and every answer is appended and flushed as soon as it is back. A
-model whose ``needs_pixels`` attribute is false (the random baseline: it reads only frame times)
-gets the sampled instants with a 1x1 black placeholder image and no video is decoded.
+videos run on a thread pool, and every answer is appended and flushed as soon as it is back
+(when every answer is in, the file is rewritten in the questions' order: the same bytes
+whichever thread answered first). A model whose ``needs_pixels`` attribute is false (the
+random baseline: it reads only frame times) gets the sampled instants with a 1x1 black
+placeholder image and no video is decoded.
 
 Resuming: predictions already in ``out`` are kept and their questions skipped, so a run
 interrupted halfway (or a crash on one video) loses at most the answers in flight. A torn last
@@ -169,4 +171,23 @@ def run_model(questions_path: str | Path, *, model: VideoLLM, release_dir: str |
             for future in futures:
                 future.cancel()  # videos not started yet are not started at all
             raise
+    _in_question_order(out, [question.key for question in questions])
     return out
+
+
+def _in_question_order(out: Path, order: Sequence[tuple[str, int | None]]) -> None:
+    """Rewrite the finished ``out`` with its lines in the questions' order (lines of other
+    keys after them, as they were), so a run's bytes do not depend on which thread answered
+    first, and a resumed run ends as a clean one. Written beside ``out`` and renamed over it:
+    a run killed here keeps the appended file."""
+    lines = [line for line in out.read_text(encoding="utf-8").split("\n") if line.strip()]
+    by_key: dict[tuple[str, int | None], str] = {}
+    for line in lines:
+        data = json.loads(line)
+        by_key.setdefault((str(data["question_id"]), data.get("try")), line)
+    placed = [by_key.pop(key) for key in order if key in by_key]
+    rest = list(by_key.values())  # first lines of keys no question has, in file order
+    scratch = out.with_name(out.name + ".sorting")
+    scratch.write_text("".join(line + "\n" for line in [*placed, *rest]), encoding="utf-8")
+    scratch.replace(out)
+
