@@ -21,13 +21,7 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "needleforge"
 _TYPE_NAME = re.compile(r"_?[A-Z]\w*")
 
 #: Names defined differently that still mean one thing.
-SAME_MEANING: dict[str, frozenset[str]] = {
-    # a question or answer record as JSON: read-only Mapping where only read, dict where built
-    "Record": frozenset({
-        "quality/planted.py", "release/card.py", "release/card_scoring.py", "release/exports.py",
-        "release/readme.py", "release/stats.py", "release/vlmevalkit.py",
-        "release/vnbench_files.py"}),
-}
+SAME_MEANING: dict[str, frozenset[str]] = {}
 #: Names whose definitions mean different things, not renamed yet: none left (issue 34 renamed
 #: the last, the human judge's ``Verdict`` and nemo's ``_Piece``); a new one waits here.
 TO_RENAME: dict[str, frozenset[str]] = {}
