@@ -60,7 +60,9 @@ def join_montages_task(
 @flow(name="render", log_prints=True, task_runner=default_task_runner())
 def render_flow(db: Path, out: Path, cache_dir: Path | None = None,
                 params_path: Path | None = None, workers: int = 2) -> dict[str, int]:
-    """Render the montages of ``db`` into ``out/<montage_id>.mp4``; returns counts.
+    """Render the montages of ``db`` a release could ship into ``out/<montage_id>.mp4``
+    (:func:`~needleforge.stages.render.shippable`); returns counts (``refused``: montages left
+    out because the verifier refused every question on them).
 
     ``workers`` only sizes the batches (the task runner decides where they run). Current
     montages (same plan, output present) are skipped; clips already cached are not encoded.
@@ -70,9 +72,10 @@ def render_flow(db: Path, out: Path, cache_dir: Path | None = None,
             (checked for every montage before anything is encoded), a source is missing, or
             ffmpeg fails (the montages finished before stay, and a rerun skips them).
     """
-    profile = resolve_params(params_path).render
+    params = resolve_params(params_path)
+    profile = params.render
     cache = cache_dir or out / ".cache"
-    stored = render_inputs(db=db)
+    stored = render_inputs(db=db, release=params.release)
     scenes, videos = stored.scenes_by_id, stored.videos_by_id
     plan = plan_render(stored.montages, scenes_by_id=scenes, videos_by_id=videos,
                        out_dir=out, cache_dir=cache, params=profile)
@@ -89,6 +92,7 @@ def render_flow(db: Path, out: Path, cache_dir: Path | None = None,
                 out, cache, profile)
             for batch in montage_batches]]
     counts = batch_counts(plan, [clip for batch in encoded for clip in batch], joined)
+    counts["refused"] = len(stored.refused)
     print(f"rendered {counts}")
     return counts
 

@@ -92,7 +92,8 @@ def test_dask_runner_matches_threads(clips: Path, tmp_path: Path) -> None:
     by_threads = run_render(threads_db, tmp_path / "out-t", params_path=params, runner=THREADS)
     by_dask = run_render(threads_db, tmp_path / "out-d", params_path=params, runner=DASK)
     assert by_threads == by_dask == {"montages": 3, "rendered": 3, "skipped": 0,
-                                     "clips_encoded": 3, "clips_cached": 0, "join_misses": 0}
+                                     "clips_encoded": 3, "clips_cached": 0, "join_misses": 0,
+                                     "refused": 0}
     digests = _digests(tmp_path / "out-t")
     assert len(digests) == 3 and _digests(tmp_path / "out-d") == digests
     # A rerun: every montage is current, nothing is encoded or joined.

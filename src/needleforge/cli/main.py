@@ -259,7 +259,10 @@ def render(
     ] = None,
     params_path: ParamsOption = None,
 ) -> None:
-    """Render montage plans: each scene encoded once, montages joined by stream copy."""
+    """Render montage plans: each scene encoded once, montages joined by stream copy.
+
+    Montages whose every question the verifier refused are not rendered (no release ships
+    them)."""
     from needleforge.stages.render import render_store
 
     params = _params(params_path)
@@ -267,9 +270,12 @@ def render(
         report = render_store(db=db, out=out, cache_dir=cache_dir, params=params,
                               on_step=progress)
     skipped = sum(1 for m in report.montages if m.skipped)
+    refused = (f"; {len(report.refused)} not rendered, every question on them refused by "
+               f"the verifiers" if report.refused else "")
     console.print(
         f"rendered {len(report.montages) - skipped} montage(s) into {out} ({skipped} already "
-        f"current); scene clips: {report.cache_misses} encoded, {report.cache_hits} reused; "
+        f"current){refused}; scene clips: {report.cache_misses} encoded, {report.cache_hits} "
+        f"reused; "
         f"encode {report.encode_cpu_s:.1f} CPU s, join {report.join_cpu_s:.1f} CPU s, "
         f"{report.wall_s:.1f} s wall"
     )

@@ -26,6 +26,7 @@ from needleforge.records.nemo import (
     Segment,
     Sighting,
     Verification,
+    verdicts_pass,
 )
 from needleforge.records.questions import Bucket, bucket_for
 from needleforge.records.representation import (
@@ -70,5 +71,6 @@ __all__ = [
     "frame_at",
     "object_id_for",
     "scene_id_for",
+    "verdicts_pass",
     "video_id_for",
 ]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Collection
 from typing import Literal, TypeAlias
 
 from needleforge.records.base import _check, _finite_nonneg, _Record
@@ -137,6 +138,12 @@ class Verification(_Record):
     def __post_init__(self) -> None:
         _check(bool(self.reason.strip()),
                f"verification of {self.question_id}: a verdict needs a reason")
+
+
+def verdicts_pass(verdicts: Collection[Verification], *, require_all: bool) -> bool:
+    """Whether one question's ``verdicts`` (at least one) pass it: every verifier passed it
+    (``require_all``), or any did. The release's rule, which the render stage shares."""
+    return all(v.passed for v in verdicts) if require_all else any(v.passed for v in verdicts)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

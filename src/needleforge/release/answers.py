@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from needleforge.errors import ReleaseError
-from needleforge.records import Montage, Question, Verification, Video
+from needleforge.records import Montage, Question, Verification, Video, verdicts_pass
 from needleforge.records.questions import GroundingQuestion, QuestionRecordError
 
 #: Times in release files are rounded to the microsecond: plans add floats, and ``9.5`` reads
@@ -93,13 +93,12 @@ def select_questions(
     unverified: list[str] = []
     for q in sorted(questions, key=lambda q: q.question_id):
         mine = sorted(verdicts.get(q.question_id, []), key=lambda v: (v.verifier, v.model_version))
-        passes = [v.passed for v in mine]
         if not mine:
             if include_unverified:
                 released.append((q, ()))
             else:
                 unverified.append(q.question_id)
-        elif all(passes) if require_all_verdicts else any(passes):
+        elif verdicts_pass(mine, require_all=require_all_verdicts):
             released.append((q, tuple(v for v in mine if v.passed)))
         else:
             failed.append(q.question_id)

@@ -16,6 +16,9 @@ sidecar ``<montage_id>.json`` holding the plan hash (plan, scene bounds, source 
 profile): a montage whose video and sidecar match is skipped. The first failure stops the
 stage; montages finished before it stay and are skipped by the rerun.
 
+A montage whose every question the verifier refused is not rendered: no release can ship it
+(:func:`shippable`, under the release's own rule ``release.require_all_verdicts``).
+
 The render flow (``flows/render.py``) makes the same :func:`plan_render` and spreads its two
 waves over a task runner in batches (:func:`batches`, :func:`encode_clips`,
 :func:`join_montages`, :func:`batch_counts`); the same inputs give the same bytes.
@@ -36,8 +39,16 @@ from needleforge.errors import MediaError
 from needleforge.media.cache import CACHE_VERSION, ClipResult, ClipSpec, SceneClipCache
 from needleforge.media.join import RenderedVideo, plan_pieces, render_montage
 from needleforge.media.outputs import sweep_scratch, write_text_atomic, writing
-from needleforge.params import Params, RenderParams
-from needleforge.records import Montage, Scene, Video, frame_at
+from needleforge.params import Params, ReleaseParams, RenderParams
+from needleforge.records import (
+    Montage,
+    Question,
+    Scene,
+    Verification,
+    Video,
+    frame_at,
+    verdicts_pass,
+)
 from needleforge.runtime.progress import OnCount, Steps
 from needleforge.store import Store
 
@@ -75,6 +86,8 @@ class RenderReport:
     ``cache_hits``/``cache_misses`` count the distinct scene clips the run needed that were
     already cached / that it encoded; ``encode_cpu_s`` is those encodes' ffmpeg CPU seconds
     and ``join_cpu_s`` the joins' (muxing thread + any ffmpeg child); ``wall_s`` the whole run.
+    ``refused`` names the store's montages not rendered because the verifier refused every
+    question on them (:func:`shippable`).
     """
 
     montages: tuple[MontageRender, ...]
@@ -83,6 +96,7 @@ class RenderReport:
     encode_cpu_s: float
     join_cpu_s: float
     wall_s: float
+    refused: tuple[str, ...] = ()
 
     @property
     def cpu_s(self) -> float:
@@ -416,36 +430,69 @@ def _skipped(job: MontageJob, out_dir: Path) -> MontageRender:
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class RenderInputs:
-    """What rendering reads from a store: every montage, and the scenes and videos by id."""
+    """What rendering reads from a store: the montages to render, and the scenes and videos
+    by id; ``refused``: the ids of the montages left out (:func:`shippable`)."""
 
     montages: list[Montage]
     scenes_by_id: dict[str, Scene]
     videos_by_id: dict[str, Video]
+    refused: tuple[str, ...] = ()
 
 
-def render_inputs(*, db: Path) -> RenderInputs:
-    """Read what :func:`render_store` and the render flow render (read-only: rendering writes
-    files, never DuckDB).
+def render_inputs(*, db: Path, release: ReleaseParams) -> RenderInputs:
+    """Read what :func:`render_store` and the render flow render: the montages a release
+    could ship (:func:`shippable` under ``release``'s rule), their scenes and videos
+    (read-only: rendering writes files, never DuckDB).
 
     Raises:
         StoreError: ``db`` is not a usable store.
     """
     with Store(db, read_only=True) as store:
-        return RenderInputs(montages=store.montages(),
+        montages, refused = shippable(store.montages(), store.questions(),
+                                      store.verifications(), release=release)
+        return RenderInputs(montages=montages, refused=refused,
                             scenes_by_id={s.scene_id: s for s in store.scenes()},
                             videos_by_id={v.video_id: v for v in store.videos()})
 
 
+def shippable(montages: Sequence[Montage], questions: Iterable[Question],
+              verifications: Iterable[Verification], *,
+              release: ReleaseParams) -> tuple[list[Montage], tuple[str, ...]]:
+    """``montages`` less those no release can ship, and the ids of those (sorted).
+
+    A montage is left out when it has questions and the verifiers refused every one of them
+    under the release's rule (:func:`~needleforge.records.verdicts_pass` with
+    ``release.require_all_verdicts``, as :func:`~needleforge.release.answers.select_questions`
+    decides): a release ships a montage only with a released question. A question no
+    verifier judged keeps its montage (it may yet be judged, or let in by
+    ``release.include_unverified``), and so does a montage without questions. In the sample
+    store these are the montages whose every question failed NeMo's self-verification.
+    """
+    verdicts: dict[str, list[Verification]] = {}
+    for verdict in verifications:
+        verdicts.setdefault(verdict.question_id, []).append(verdict)
+    asked: dict[str, list[bool]] = {}  # montage id -> whether each question was refused
+    for question in questions:
+        mine = verdicts.get(question.question_id, [])
+        asked.setdefault(question.montage_id, []).append(
+            bool(mine) and not verdicts_pass(mine, require_all=release.require_all_verdicts))
+    refused = {m.montage_id for m in montages if asked.get(m.montage_id)
+               and all(asked[m.montage_id])}
+    return [m for m in montages if m.montage_id not in refused], tuple(sorted(refused))
+
+
 def render_store(*, db: Path, out: Path, cache_dir: Path | None, params: Params,
                  on_step: OnCount | None = None) -> RenderReport:
-    """Render every montage of ``db`` to ``out/<montage_id>.mp4`` (current ones are skipped).
-    ``on_step(done, total)``: each scene clip encoded and each montage joined.
+    """Render every montage of ``db`` a release could ship (:func:`shippable`) to
+    ``out/<montage_id>.mp4`` (current ones are skipped). ``on_step(done, total)``: each scene
+    clip encoded and each montage joined.
 
     Raises:
         StoreError: ``db`` is not a usable store. MediaError: a plan cannot be rendered.
     """
-    inputs = render_inputs(db=db)
-    return render_montages(inputs.montages, scenes_by_id=inputs.scenes_by_id,
-                           videos_by_id=inputs.videos_by_id, out_dir=out,
-                           cache_dir=cache_dir or out / ".cache", params=params.render,
-                           on_step=on_step)
+    inputs = render_inputs(db=db, release=params.release)
+    report = render_montages(inputs.montages, scenes_by_id=inputs.scenes_by_id,
+                             videos_by_id=inputs.videos_by_id, out_dir=out,
+                             cache_dir=cache_dir or out / ".cache", params=params.render,
+                             on_step=on_step)
+    return dataclasses.replace(report, refused=inputs.refused)
