@@ -12,9 +12,9 @@ import dataclasses
 import functools
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
-from typing import Literal
+from typing import Literal, TypeVar
 
 from needleforge.backends import Registry, default_registry
 from needleforge.errors import NeedleforgeError
@@ -22,7 +22,12 @@ from needleforge.params import ObjectParams, Params, RunnerParams, SceneParams
 from needleforge.records import Representation, Scene, Video
 from needleforge.records.failures import StageFailure, from_represent
 from needleforge.runtime.progress import OnCount
-from needleforge.stages.represent_video import Models, config_hash, load_models, represent_video
+from needleforge.stages.represent_video import (
+    Models,
+    config_hash,
+    load_models,
+    represent_video,
+)
 from needleforge.store import Store
 
 
@@ -86,46 +91,77 @@ def worker_models(params: ObjectParams, *, registry: Registry) -> Models:
     return cached[key]
 
 
+_S = TypeVar("_S")
+
+
+class ScenePool:
+    """Threads that do scenes' model work, each with its own models (:func:`worker_models`):
+    the :class:`~needleforge.stages.represent_video.SceneRunner` of :func:`run_on_threads`.
+    """
+
+    def __init__(self, params: ObjectParams, *, registry: Registry, workers: int) -> None:
+        self._params, self._registry = params, registry
+        self._pool = ThreadPoolExecutor(max_workers=workers,
+                                        thread_name_prefix="represent-scene")
+
+    def submit(self, work: Callable[[Models], _S]) -> Future[_S]:
+        """Start ``work`` on a pool thread with that thread's models."""
+        return self._pool.submit(
+            lambda: work(worker_models(self._params, registry=self._registry)))
+
+    def close(self) -> None:
+        """Stop the threads: queued work is dropped, running work finishes."""
+        self._pool.shutdown(wait=True, cancel_futures=True)
+
+
 def run_on_threads(
     jobs: Sequence[RepresentJob], *, scene_params: SceneParams, object_params: ObjectParams,
-    objects: bool, workers: int, registry: Registry,
+    models: Models | None, workers: int, registry: Registry,
 ) -> Iterator[Representation | RepresentFailure]:
-    """Represent ``jobs`` on ``workers`` threads, each with its own models (none when not
-    ``objects``: a scenes-only run), yielding results in job order.
+    """Represent ``jobs`` on ``workers`` threads, yielding results in job order; their
+    scenes' model work runs on ``workers`` more threads with models of their own
+    (:class:`ScenePool`; none when ``models`` is None: a scenes-only run). ``models`` (the
+    caller's) only names the backends in each result's config hash.
 
-    Why threads: one video keeps about one core busy (decoding, then the detector, mostly one
-    after the other), and the models release the GIL. The longest videos start first, so
-    the last one to finish is short; results still come back in job order, so the store is
-    written in the same order as by one thread.
+    Why threads: decoding and the models release the GIL. Why a pool for the scenes: a video
+    decodes in order on one thread, and when one long video was left (the sample's three
+    7-minute programs on two workers) one core idled for a third of the stage; now both
+    threads of the pool take its scenes while it decodes. The longest videos still start
+    first, and results come back in job order, so the store is written in the same order,
+    with the same rows, as by one thread.
     """
+    pool = ScenePool(object_params, registry=registry, workers=workers) if models else None
+
     def one(job: RepresentJob) -> Representation | RepresentFailure:
-        models = worker_models(object_params, registry=registry) if objects else None
         return run_job(job, scene_params=scene_params, object_params=object_params,
-                       models=models)
+                       models=models, scenes_on=pool)
 
     longest_first = sorted(jobs, key=lambda j: -j.video.media.duration_s)
-    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="represent") as pool:
-        futures = {id(job): pool.submit(one, job) for job in longest_first}
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="represent") as videos:
+        futures = {id(job): videos.submit(one, job) for job in longest_first}
         try:
             for job in jobs:
                 yield futures[id(job)].result()
         finally:
             for future in futures.values():
                 future.cancel()
+            if pool is not None:
+                pool.close()
 
 
 def run_job(
     job: RepresentJob, *, scene_params: SceneParams, object_params: ObjectParams,
-    models: Models | None,
+    models: Models | None, scenes_on: ScenePool | None = None,
 ) -> Representation | RepresentFailure:
     """Represent one planned video; a project error becomes a :class:`RepresentFailure`.
 
     The failure names the video's source file first (stored files are named by hash).
+    ``scenes_on``: see :func:`~needleforge.stages.represent_video.represent_video`.
     """
     try:
         return represent_video(job.video, scene_params=scene_params,
                                object_params=object_params if models else None, models=models,
-                               scenes=job.scenes)
+                               scenes=job.scenes, scenes_on=scenes_on)
     except NeedleforgeError as err:
         return RepresentFailure(job.video.video_id, f"{job.video.source_path}: {err}")
 
@@ -201,8 +237,7 @@ def _run_here(jobs: Sequence[RepresentJob], models: Models | None, *,
     workers = min(runner.workers, len(jobs))
     if workers > 1:
         yield from run_on_threads(jobs, scene_params=scene_params, object_params=object_params,
-                                  objects=models is not None, workers=workers,
-                                  registry=default_registry())
+                                  models=models, workers=workers, registry=default_registry())
         return
     for job in jobs:
         yield run_job(job, scene_params=scene_params, object_params=object_params,

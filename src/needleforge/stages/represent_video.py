@@ -16,9 +16,11 @@ import dataclasses
 import functools
 import hashlib
 import json
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import Future
 from pathlib import Path
-from typing import TypeVar
+from typing import Protocol, TypeVar
 
 from needleforge.backends import Detector, Keyframe, Registry, Tagger, TextReader
 from needleforge.backends.base import RGBImage
@@ -86,6 +88,20 @@ class Models:
         return out
 
 
+#: Scenes a video may have waiting for a scene runner at once (their keyframes are held).
+SCENES_AHEAD = 4
+_S = TypeVar("_S")
+
+
+class SceneRunner(Protocol):
+    """Runs a scene's model work on a thread with models of its own (a pool of them), so
+    that one long video keeps every worker busy (:func:`represent_video`)."""
+
+    def submit(self, work: Callable[[Models], _S]) -> Future[_S]:
+        """Start ``work(models)`` on a thread of the runner; its future."""
+        ...
+
+
 def load_models(params: ObjectParams, *, registry: Registry, threads: int | None = None
                 ) -> Models:
     """Create the detector, tagger (and OCR reader when ``params.ocr``) named in params.
@@ -144,11 +160,15 @@ def represent_video(
     object_params: ObjectParams | None = None,
     models: Models | None = None,
     scenes: Sequence[Scene] | None = None,
+    scenes_on: SceneRunner | None = None,
 ) -> Representation:
     """Scenes, tags and objects of one ingested video.
 
     Without ``models`` only scenes are made (the ``scenes`` step). With ``scenes`` given (the
-    ``objects`` step, from stored scenes) shot detection is skipped. A decode that fails
+    ``objects`` step, from stored scenes) shot detection is skipped. With ``scenes_on`` each
+    scene's model work runs there, on models of its threads (``models`` then only names the
+    backends in the config hash), up to :data:`SCENES_AHEAD` scenes ahead of the decode; the
+    result is the one this thread would make, in the same order. A decode that fails
     partway keeps the scenes (and their objects) up to the failure, with ``decode_error`` set.
     Raises :class:`~needleforge.errors.MediaError` when the file cannot be opened at all and
     :class:`~needleforge.errors.SubtitleError` (naming the line) for a malformed sidecar.
@@ -171,7 +191,8 @@ def represent_video(
     objects: list[ObjectTrack] = []
     if models is not None and object_params is not None and scenes:
         tags, objects, error = _represent_objects(path, scenes, scene_params=scene_params,
-                                                  object_params=object_params, models=models)
+                                                  object_params=object_params, models=models,
+                                                  scenes_on=scenes_on)
         errors += [error] if error else []
     return Representation(
         video_id=video.video_id, scenes=tuple(scenes), tags=tuple(tags), objects=tuple(objects),
@@ -197,30 +218,44 @@ def _sidecar_cues(path: Path) -> list[Cue]:
 
 def _represent_objects(
     path: Path, scenes: Sequence[Scene], *, scene_params: SceneParams,
-    object_params: ObjectParams, models: Models,
+    object_params: ObjectParams, models: Models, scenes_on: SceneRunner | None = None,
 ) -> tuple[list[SceneTag], list[ObjectTrack], str | None]:
     tags: dict[str, list[SceneTag]] = {}
     objects: list[ObjectTrack] = []
-    shots: dict[str, tuple[list[str], bool]] = {}
+    in_colour: dict[str, bool] = {}
     sampler = sample_keyframes(
         path, scenes, fps=scene_params.keyframe_fps,
         max_per_scene=scene_params.keyframe_max_per_scene,
         offset_s=scene_params.keyframe_offset_s, max_side_px=scene_params.keyframe_max_side_px,
     )
     bounds = {s.scene_id: (s.start_s, s.end_s) for s in scenes}
+    waiting: deque[tuple[str, Future[tuple[list[SceneTag], list[ObjectTrack]]]]] = deque()
+
+    def collect(scene_id: str, result: tuple[list[SceneTag], list[ObjectTrack]]) -> None:
+        tags[scene_id], scene_objects = result
+        objects.extend(scene_objects)
+
     try:
         for scene_id, frames in _by_scene(sampler):
             start_s, end_s = bounds[scene_id]
-            tags[scene_id], scene_objects = _represent_scene(
-                scene_id, frames, start_s=start_s, end_s=end_s, params=object_params,
-                models=models,
-            )
-            objects += scene_objects
-            shots[scene_id] = ([t.tag for t in tags[scene_id]],
-                               shows_colour([f.image for f in frames]))
+            work = functools.partial(_scene_work, scene_id, frames, (start_s, end_s),
+                                     object_params)
+            in_colour[scene_id] = shows_colour([f.image for f in frames])
+            if scenes_on is None:
+                collect(scene_id, work(models))
+                continue
+            waiting.append((scene_id, scenes_on.submit(work)))
+            while len(waiting) > SCENES_AHEAD:
+                collect(waiting[0][0], waiting.popleft()[1].result())
+        while waiting:
+            collect(waiting[0][0], waiting.popleft()[1].result())
     finally:
         sampler.close()
+        for _, future in waiting:
+            future.cancel()
     # A colour shot among black-and-white ones: told apart at a glance (scenes.palette).
+    shots = {scene_id: ([t.tag for t in tags[scene_id]], in_colour[scene_id])
+             for scene_id in tags}
     for scene_id in in_colour_scenes(shots):
         tags[scene_id].append(SceneTag(scene_id, IN_COLOUR, 1.0, MEASURE_NAME, MEASURE_VERSION))
     return [t for scene_tags_ in tags.values() for t in scene_tags_], objects, \
@@ -237,6 +272,13 @@ def _by_scene(keyframes: Iterable[Keyframe]) -> Iterator[tuple[str, list[Keyfram
         current.append(frame)
     if current:
         yield current[0].scene_id, current
+
+
+def _scene_work(scene_id: str, frames: Sequence[Keyframe], span: tuple[float, float],
+                params: ObjectParams, models: Models) -> tuple[list[SceneTag], list[ObjectTrack]]:
+    """:func:`_represent_scene` with ``models`` last (a scene runner's job)."""
+    return _represent_scene(scene_id, frames, start_s=span[0], end_s=span[1], params=params,
+                            models=models)
 
 
 def _represent_scene(
