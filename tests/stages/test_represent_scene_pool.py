@@ -1,4 +1,4 @@
-"""Scenes' model work on a pool (``stages.represent.ScenePool``): the video's result is the
+"""Scenes' model work on a pool (``stages.represent.SceneModelPool``): the video's result is the
 one its own thread makes, whatever order the scenes finish in and however far ahead it runs.
 
 Source: four 2 s shots of package photos (a cat, a person, coffee, a rocket), hard cuts,
@@ -22,7 +22,7 @@ from needleforge.errors import BackendError
 from needleforge.params import ObjectParams, SceneParams
 from needleforge.records import Video
 from needleforge.stages import represent_video as rv
-from needleforge.stages.represent import ScenePool, worker_models
+from needleforge.stages.represent import SceneModelPool, worker_models
 from needleforge.stages.represent_video import Models, represent_video
 from tests.conftest import ffmpeg
 from tests.stages.test_render_stage import make_video
@@ -83,7 +83,7 @@ def test_scenes_on_a_pool_give_the_video_its_own_thread_gives(
 
 
 def test_the_pool_gives_each_thread_its_own_models() -> None:
-    pool = ScenePool(ObjectParams(), registry=default_registry(), workers=2)
+    pool = SceneModelPool(ObjectParams(), registry=default_registry(), workers=2)
     try:
         barrier = threading.Barrier(2)
 
@@ -99,7 +99,7 @@ def test_the_pool_gives_each_thread_its_own_models() -> None:
 def test_a_failing_scene_fails_its_video_and_names_it(four_shots: Video) -> None:
     params = ObjectParams()
     models = rv.load_models(params, registry=default_registry(), threads=1)
-    pool = ScenePool(params, registry=default_registry(), workers=2)
+    pool = SceneModelPool(params, registry=default_registry(), workers=2)
 
     class Broken:
         def submit(self, work: Callable[[Models], object]) -> Future[object]:

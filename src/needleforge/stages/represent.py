@@ -94,7 +94,7 @@ def worker_models(params: ObjectParams, *, registry: Registry) -> Models:
 _S = TypeVar("_S")
 
 
-class ScenePool:
+class SceneModelPool:
     """Threads that do scenes' model work, each with its own models (:func:`worker_models`):
     the :class:`~needleforge.stages.represent_video.SceneRunner` of :func:`run_on_threads`.
     """
@@ -120,7 +120,7 @@ def run_on_threads(
 ) -> Iterator[Representation | RepresentFailure]:
     """Represent ``jobs`` on ``workers`` threads, yielding results in job order; their
     scenes' model work runs on ``workers`` more threads with models of their own
-    (:class:`ScenePool`; none when ``models`` is None: a scenes-only run). ``models`` (the
+    (:class:`SceneModelPool`; none when ``models`` is None: a scenes-only run). ``models`` (the
     caller's) only names the backends in each result's config hash.
 
     Why threads: decoding and the models release the GIL. Why a pool for the scenes: a video
@@ -130,7 +130,7 @@ def run_on_threads(
     first, and results come back in job order, so the store is written in the same order,
     with the same rows, as by one thread.
     """
-    pool = ScenePool(object_params, registry=registry, workers=workers) if models else None
+    pool = SceneModelPool(object_params, registry=registry, workers=workers) if models else None
 
     def one(job: RepresentJob) -> Representation | RepresentFailure:
         return run_job(job, scene_params=scene_params, object_params=object_params,
@@ -151,7 +151,7 @@ def run_on_threads(
 
 def run_job(
     job: RepresentJob, *, scene_params: SceneParams, object_params: ObjectParams,
-    models: Models | None, scenes_on: ScenePool | None = None,
+    models: Models | None, scenes_on: SceneModelPool | None = None,
 ) -> Representation | RepresentFailure:
     """Represent one planned video; a project error becomes a :class:`RepresentFailure`.
 
