@@ -22,12 +22,7 @@ from needleforge.params import ObjectParams, Params, RunnerParams, SceneParams
 from needleforge.records import Representation, Scene, Video
 from needleforge.records.failures import StageFailure, from_represent
 from needleforge.runtime.progress import OnCount
-from needleforge.stages.represent_video import (
-    Models,
-    config_hash,
-    load_models,
-    represent_video,
-)
+from needleforge.stages.represent_video import Models, config_hash, load_models, represent_video
 from needleforge.store import Store
 
 

@@ -235,6 +235,12 @@ def _represent_objects(
         tags[scene_id], scene_objects = result
         objects.extend(scene_objects)
 
+    def drain(keep: int) -> None:
+        """Collect the oldest waiting scenes, in order, until ``keep`` wait."""
+        while len(waiting) > keep:
+            scene_id, future = waiting.popleft()
+            collect(scene_id, future.result())
+
     try:
         for scene_id, frames in _by_scene(sampler):
             start_s, end_s = bounds[scene_id]
@@ -245,10 +251,8 @@ def _represent_objects(
                 collect(scene_id, work(models))
                 continue
             waiting.append((scene_id, scenes_on.submit(work)))
-            while len(waiting) > SCENES_AHEAD:
-                collect(waiting[0][0], waiting.popleft()[1].result())
-        while waiting:
-            collect(waiting[0][0], waiting.popleft()[1].result())
+            drain(SCENES_AHEAD)
+        drain(0)
     finally:
         sampler.close()
         for _, future in waiting:
