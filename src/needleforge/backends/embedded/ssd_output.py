@@ -3,7 +3,8 @@
 What :mod:`.ssd_runtime` computes after OpenVINO's convolutions: the attributes of those layers
 read from OpenCV's text graph (``ssd_mobilenet_v2_coco_2018_03_29.pbtxt``), the prior boxes
 (sized in input pixels, so any input size works), centre-size decoding, per-class greedy NMS
-and the overall keep-top-k, to the rows ``cv2.dnn`` gives (``tests/backends/test_ssd_runtime.py``).
+(OpenCV's ``NMSBoxes``) and the overall keep-top-k, to the rows ``cv2.dnn`` gives
+(``tests/backends/test_ssd_runtime.py``).
 """
 
 from __future__ import annotations
@@ -168,37 +169,23 @@ def decode(loc: Float32Array, priors: Float32Array, variances: Float32Array) -> 
     return np.stack([cx - w / 2, cy - h / 2, cx + w / 2, cy + h / 2], axis=1)
 
 
-def _overlaps(boxes: Float32Array) -> npt.NDArray[np.floating[Any]]:
-    """Jaccard overlaps of every pair of normalized ``boxes`` (as OpenCV: no +1, an inverted
-    box has no area, disjoint boxes overlap 0)."""
-    x1, y1, x2, y2 = (boxes[:, k] for k in range(4))
-    ix = np.minimum(x2[:, None], x2[None]) - np.maximum(x1[:, None], x1[None])
-    iy = np.minimum(y2[:, None], y2[None]) - np.maximum(y1[:, None], y1[None])
-    inter = np.where((ix > 0) & (iy > 0), ix * iy, 0.0)
-    area = np.where((x2 >= x1) & (y2 >= y1), (x2 - x1) * (y2 - y1), 0.0)
-    union = area[:, None] + area[None] - inter
-    return np.where(union > 0, inter / np.where(union > 0, union, 1.0), 0.0)
-
-
 def _nms(boxes: Float32Array, scores: npt.NDArray[np.floating[Any]], spec: OutputSpec,
          min_score: float = 0.0) -> list[int]:
-    """Greedy NMS of one class: candidates above the threshold (and at least ``min_score``),
-    best ``top_k`` first, each kept unless it overlaps a kept one by more than
-    ``nms_threshold``."""
+    """Greedy NMS of one class by OpenCV's ``NMSBoxes``: candidates above the threshold (and at
+    least ``min_score``), best ``top_k`` first (ties in index order), each kept unless it
+    overlaps a kept one by more than ``nms_threshold``."""
+    import cv2  # heavy: importing the backends loads no model runtime
+
     candidates = np.flatnonzero((scores > spec.confidence_threshold) & (scores >= min_score))
     if candidates.size == 0:
         return []
     order = candidates[np.argsort(-scores[candidates], kind="stable")]
     if spec.top_k > -1:
         order = order[: spec.top_k]
-    over = _overlaps(boxes[order]) > spec.nms_threshold
-    kept = np.zeros(len(order), dtype=bool)
-    suppressed = np.zeros(len(order), dtype=bool)
-    for i in range(len(order)):
-        if not suppressed[i]:
-            kept[i] = True
-            suppressed |= over[i]
-    return [int(i) for i in order[kept]]
+    corners = boxes[order].astype(np.float64)  # NMSBoxes takes (x, y, width, height)
+    kept = cv2.dnn.NMSBoxes(np.hstack([corners[:, :2], corners[:, 2:] - corners[:, :2]]).tolist(),
+                            scores[order].tolist(), 0.0, spec.nms_threshold)
+    return [int(order[i]) for i in np.asarray(kept, dtype=np.int64).reshape(-1)]
 
 
 def detection_rows(loc: Float32Array, conf: Float32Array, priors: Float32Array,

@@ -18,8 +18,8 @@ ships beside the weights (``ssd_mobilenet_v2_coco_2018_03_29.pbtxt``):
   size works: the NeMo negative check feeds the frame upscaled (see ``detector.py``).
 * **numpy**: the ``PriorBox`` layers (boxes sized in input pixels, read from the text graph),
   the sigmoid, and ``DetectionOutput`` (centre-size decoding with the priors' variances,
-  per-class top-k and greedy NMS, then the overall keep-top-k), as OpenCV computes them;
-  its attributes are read from the text graph too.
+  per-class top-k and greedy NMS by OpenCV's ``NMSBoxes``, then the overall keep-top-k), as
+  OpenCV computes them; its attributes are read from the text graph too.
 
 **The converted model.** OpenVINO reads the 67 MB frozen graph in 20-50 s. The cut model is
 saved once as OpenVINO IR in a cache folder (``NEEDLEFORGE_MODEL_CACHE``, else
